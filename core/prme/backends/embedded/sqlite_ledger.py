@@ -1,0 +1,274 @@
+"""`SqliteLedger`: events, nodes, journal, work items and API keys in one SQLite file.
+
+Every public write is a single transaction; records are stored as their JSON form beside
+the columns that reads select by.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from prme.backends.embedded.sqlite import Synchronous, connect
+from prme.errors import ConflictError, StorageUnavailableError
+from prme.model.enums import WorkStatus
+from prme.model.records import (
+    Credential,
+    Event,
+    JournalRecord,
+    MemoryNode,
+    OwnerKey,
+    StoreCommit,
+    WorkItem,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS node_evidence (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, event_id TEXT NOT NULL, node_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, owner, event_id, node_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journal (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, operation TEXT NOT NULL,
+    subject_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS work (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL, event_id TEXT NOT NULL,
+    status TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS work_by_status ON work (status, created_at, id);
+CREATE INDEX IF NOT EXISTS work_by_owner_status ON work (tenant, owner, status, created_at, id);
+CREATE INDEX IF NOT EXISTS work_by_event ON work (tenant, owner, event_id);
+CREATE TABLE IF NOT EXISTS credentials (
+    key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
+    created_at TEXT NOT NULL, body TEXT NOT NULL);
+"""
+
+
+class SqliteLedger:
+    """Implements the `Ledger` and `CredentialStore` ports."""
+
+    def __init__(self, path: Path, *, synchronous: Synchronous = "normal") -> None:
+        self._conn = connect(path, synchronous)
+        self._lock = threading.RLock()
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except sqlite3.IntegrityError as exc:
+                self._conn.execute("ROLLBACK")
+                raise ConflictError("record already exists") from exc
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise StorageUnavailableError() from exc
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[str, ...]]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StorageUnavailableError() from exc
+
+    # -- Ledger ------------------------------------------------------------------------
+
+    def commit_store(self, commit: StoreCommit) -> None:
+        e, n, j, w = commit.event, commit.node, commit.journal, commit.work
+        with self._transaction() as tx:
+            tx.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?)",
+                (e.tenant_id, e.owner_id, e.id, e.model_dump_json()),
+            )
+            self._insert_node(tx, n)
+            self._insert_journal(tx, j)
+            tx.execute(
+                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    w.id,
+                    w.tenant_id,
+                    w.owner_id,
+                    w.event_id,
+                    w.status.value,
+                    w.created_at.isoformat(),
+                    w.model_dump_json(),
+                ),
+            )
+
+    @staticmethod
+    def _insert_node(tx: sqlite3.Connection, n: MemoryNode) -> None:
+        tx.execute(
+            "INSERT INTO nodes VALUES (?, ?, ?, ?)",
+            (n.tenant_id, n.owner_id, n.id, n.model_dump_json()),
+        )
+        tx.executemany(
+            "INSERT INTO node_evidence VALUES (?, ?, ?, ?, ?)",
+            [
+                (n.tenant_id, n.owner_id, ev, n.id, n.created_at.isoformat())
+                for ev in n.evidence_refs
+            ],
+        )
+
+    @staticmethod
+    def _insert_journal(tx: sqlite3.Connection, j: JournalRecord) -> None:
+        tx.execute(
+            "INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                j.tenant_id,
+                j.owner_id,
+                j.id,
+                j.operation,
+                j.subject_id,
+                j.created_at.isoformat(),
+                j.model_dump_json(),
+            ),
+        )
+
+    def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
+        rows = self._query(
+            "SELECT body FROM events WHERE tenant=? AND owner=? AND id=?",
+            (owner.tenant_id, owner.owner_id, event_id),
+        )
+        return Event.model_validate_json(rows[0][0]) if rows else None
+
+    def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
+        return self.get_nodes(owner, [node_id]).get(node_id)
+
+    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
+        found: dict[str, MemoryNode] = {}
+        ids = list(dict.fromkeys(node_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._query(
+                f"SELECT body FROM nodes WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
+                (owner.tenant_id, owner.owner_id, *chunk),
+            )
+            for (body,) in rows:
+                node = MemoryNode.model_validate_json(body)
+                found[node.id] = node
+        return found
+
+    def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
+        rows = self._query(
+            "SELECT n.body FROM node_evidence e JOIN nodes n "
+            "ON n.tenant=e.tenant AND n.owner=e.owner AND n.id=e.node_id "
+            "WHERE e.tenant=? AND e.owner=? AND e.event_id=? ORDER BY e.created_at, e.node_id",
+            (owner.tenant_id, owner.owner_id, event_id),
+        )
+        return [MemoryNode.model_validate_json(body) for (body,) in rows]
+
+    def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]:
+        rows = self._query(
+            "SELECT body FROM work WHERE tenant=? AND owner=? AND event_id=? ORDER BY created_at, id",
+            (owner.tenant_id, owner.owner_id, event_id),
+        )
+        return [WorkItem.model_validate_json(body) for (body,) in rows]
+
+    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+        if owner is None:
+            rows = self._query(
+                "SELECT body FROM work WHERE status=? ORDER BY created_at, id LIMIT ?",
+                (WorkStatus.PENDING.value, limit),
+            )
+        else:
+            rows = self._query(
+                "SELECT body FROM work WHERE tenant=? AND owner=? AND status=? "
+                "ORDER BY created_at, id LIMIT ?",
+                (owner.tenant_id, owner.owner_id, WorkStatus.PENDING.value, limit),
+            )
+        return [WorkItem.model_validate_json(body) for (body,) in rows]
+
+    def count_pending_work(self, owner: OwnerKey | None) -> int:
+        if owner is None:
+            rows = self._query(
+                "SELECT count(*) FROM work WHERE status=?", (WorkStatus.PENDING.value,)
+            )
+        else:
+            rows = self._query(
+                "SELECT count(*) FROM work WHERE tenant=? AND owner=? AND status=?",
+                (owner.tenant_id, owner.owner_id, WorkStatus.PENDING.value),
+            )
+        return int(rows[0][0])
+
+    def save_work(self, item: WorkItem) -> None:
+        with self._transaction() as tx:
+            tx.execute(
+                "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
+                (item.status.value, item.model_dump_json(), item.id, item.tenant_id, item.owner_id),
+            )
+
+    def append_journal(self, record: JournalRecord) -> None:
+        with self._transaction() as tx:
+            self._insert_journal(tx, record)
+
+    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+        rows = self._query(
+            "SELECT body FROM journal WHERE tenant=? AND owner=? AND id=?",
+            (owner.tenant_id, owner.owner_id, record_id),
+        )
+        return JournalRecord.model_validate_json(rows[0][0]) if rows else None
+
+    # -- CredentialStore ---------------------------------------------------------------
+
+    def put_credential(self, credential: Credential) -> None:
+        with self._transaction() as tx:
+            tx.execute(
+                "INSERT INTO credentials VALUES (?, ?, ?, ?, ?)",
+                (
+                    credential.key_id,
+                    credential.key_hash,
+                    credential.tenant_id,
+                    credential.created_at.isoformat(),
+                    credential.model_dump_json(),
+                ),
+            )
+
+    def find_credential(self, key_hash: str) -> Credential | None:
+        rows = self._query("SELECT body FROM credentials WHERE key_hash=?", (key_hash,))
+        return Credential.model_validate_json(rows[0][0]) if rows else None
+
+    def list_credentials(self, tenant_id: str | None) -> list[Credential]:
+        if tenant_id is None:
+            rows = self._query("SELECT body FROM credentials ORDER BY created_at, key_id")
+        else:
+            rows = self._query(
+                "SELECT body FROM credentials WHERE tenant=? ORDER BY created_at, key_id",
+                (tenant_id,),
+            )
+        return [Credential.model_validate_json(body) for (body,) in rows]
+
+    def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
+        with self._transaction() as tx:
+            row = tx.execute("SELECT body FROM credentials WHERE key_id=?", (key_id,)).fetchone()
+            if row is None:
+                return None
+            credential = Credential.model_validate_json(row[0])
+            if credential.revoked_at is None:
+                credential = credential.model_copy(update={"revoked_at": at})
+                tx.execute(
+                    "UPDATE credentials SET body=? WHERE key_id=?",
+                    (credential.model_dump_json(), key_id),
+                )
+            return credential

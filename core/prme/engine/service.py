@@ -1,0 +1,46 @@
+"""`MemoryEngine`: the facade every edge (client, HTTP, CLI, Lambda) calls, one method per use case."""
+
+from __future__ import annotations
+
+from prme.engine import materialize, reads, retrieve, store
+from prme.engine.deps import EngineDeps
+from prme.engine.materialize import ProcessingReport
+from prme.engine.store import StoreResult
+from prme.model.enums import ProcessingStatus
+from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
+from prme.retrieval.receipts import RetrievalReceipt
+from prme.retrieval.results import RetrievalResponse
+
+
+class MemoryEngine:
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+
+    def store(self, owner: OwnerKey, request: StoreInput) -> StoreResult:
+        return store.store_memory(self.deps, owner, request)
+
+    def retrieve(self, owner: OwnerKey, request: RetrieveInput) -> RetrievalResponse:
+        return retrieve.retrieve_memories(self.deps, owner, request)
+
+    def get_event(self, owner: OwnerKey, event_id: str) -> Event:
+        return reads.get_event(self.deps, owner, event_id)
+
+    def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
+        return reads.list_event_nodes(self.deps, owner, event_id)
+
+    def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode:
+        return reads.get_node(self.deps, owner, node_id)
+
+    def get_processing_status(
+        self, owner: OwnerKey, event_id: str
+    ) -> tuple[ProcessingStatus, list[WorkItem]]:
+        return reads.get_processing_status(self.deps, owner, event_id)
+
+    def get_receipt(self, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
+        return reads.get_receipt(self.deps, owner, request_id)
+
+    def process_pending(
+        self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
+    ) -> ProcessingReport:
+        return materialize.process_pending_work(self.deps, owner, budget_ms=budget_ms)

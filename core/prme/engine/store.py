@@ -1,0 +1,134 @@
+"""Direct store: commit the verbatim source with its node, journal and work in one transaction."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import timedelta
+
+from prme.engine.deps import EngineDeps
+from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
+from prme.engine.materialize import materialize_nodes
+from prme.errors import PrmeError
+from prme.model.canonical import sha256_text
+from prme.model.enums import LifecycleState, ProcessingStatus, Scope, WorkKind
+from prme.model.inputs import StoreInput
+from prme.model.records import (
+    SPEAKER_METADATA_KEY,
+    VALUE_BINDINGS_METADATA_KEY,
+    Event,
+    JournalRecord,
+    MemoryNode,
+    OwnerKey,
+    StoreCommit,
+    WorkItem,
+)
+from prme.retrieval.value_bindings import bindings_to_metadata, check_binding_admission
+
+DIRECT_STORE_OPERATION = "direct_store"
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    event_id: str
+    node_id: str | None
+    processing_status: ProcessingStatus
+
+
+def build_store_commit(deps: EngineDeps, owner: OwnerKey, request: StoreInput) -> StoreCommit:
+    """Turn a validated request into the records of one transaction (no I/O)."""
+    if request.value_bindings:
+        check_binding_admission(
+            request.value_bindings,
+            source_content=request.content,
+            indexed_text=request.indexed_text,
+        )
+    now = deps.clock.now()
+    config = deps.config
+    metadata = dict(request.metadata or {})
+    if request.speaker is not None:
+        metadata[SPEAKER_METADATA_KEY] = request.speaker
+    if request.value_bindings:
+        metadata[VALUE_BINDINGS_METADATA_KEY] = bindings_to_metadata(request.value_bindings)
+    scope = request.scope or Scope.PERSONAL
+    event = Event(
+        id=deps.ids(),
+        tenant_id=owner.tenant_id,
+        owner_id=owner.owner_id,
+        content=request.content,
+        content_sha256=sha256_text(request.content),
+        role=request.role,
+        session_id=request.session_id,
+        scope=scope,
+        event_time=request.event_time,
+        ingested_at=now,
+        metadata=metadata,
+    )
+    node_type = request.node_type or config.default_node_type
+    ttl_days = request.ttl_days if request.ttl_given else config.default_ttl_days.get(node_type)
+    source_type = request.source_type or infer_source_type(request.role)
+    epistemic_type = request.epistemic_type or infer_epistemic_type(source_type)
+    confidence = (
+        request.confidence if request.confidence is not None else default_confidence(epistemic_type)
+    )
+    node = MemoryNode(
+        id=deps.ids(),
+        tenant_id=owner.tenant_id,
+        owner_id=owner.owner_id,
+        node_type=node_type,
+        content=request.indexed_text,
+        content_sha256=sha256_text(request.indexed_text),
+        scope=scope,
+        session_id=request.session_id,
+        source_type=source_type,
+        epistemic_type=epistemic_type,
+        confidence=confidence,
+        lifecycle_state=LifecycleState.TENTATIVE,
+        event_time=request.event_time,
+        valid_from=request.event_time or now,
+        created_at=now,
+        updated_at=now,
+        ttl_days=ttl_days,
+        # TTL runs from node creation, not from the (possibly historical) event time.
+        expires_at=now + timedelta(days=ttl_days) if ttl_days is not None else None,
+        evidence_refs=(event.id,),
+        metadata=metadata,
+    )
+    journal = JournalRecord.build(
+        record_id=deps.ids(),
+        owner=owner,
+        operation=DIRECT_STORE_OPERATION,
+        subject_id=event.id,
+        created_at=now,
+        payload={
+            "event_id": event.id,
+            "event_sha256": event.content_sha256,
+            "node": node.model_dump(mode="json"),
+        },
+    )
+    work = WorkItem(
+        id=deps.ids(),
+        tenant_id=owner.tenant_id,
+        owner_id=owner.owner_id,
+        kind=WorkKind.INDEX_NODE,
+        event_id=event.id,
+        node_id=node.id,
+        created_at=now,
+        updated_at=now,
+    )
+    return StoreCommit(event=event, node=node, journal=journal, work=work)
+
+
+def store_memory(deps: EngineDeps, owner: OwnerKey, request: StoreInput) -> StoreResult:
+    commit = build_store_commit(deps, owner, request)
+    deps.ledger.commit_store(commit)
+    # Acknowledged from here on: what follows is derived work that may be redone.
+    outcome = materialize_nodes(deps, [(commit.work, commit.node)])
+    if outcome.processed:
+        status = ProcessingStatus.COMPLETED
+    else:
+        status = ProcessingStatus.PENDING
+        # The work item is saved as pending; a sweeper finds it even if this send is lost.
+        with contextlib.suppress(PrmeError):
+            deps.queue.enqueue([commit.work])
+    return StoreResult(event_id=commit.event.id, node_id=commit.node.id, processing_status=status)

@@ -1,0 +1,119 @@
+"""The one error hierarchy of PRME; `prme.http.errors` maps each class to a status code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PrmeError(Exception):
+    """Base of every error PRME raises on purpose. `detail` is safe to show a caller."""
+
+    default_detail = "PRME error"
+
+    def __init__(self, detail: str | None = None) -> None:
+        self.detail = detail or self.default_detail
+        super().__init__(self.detail)
+
+
+class InvalidRequestError(PrmeError):
+    """The input breaks a rule of the contract; nothing was written (HTTP 422)."""
+
+    default_detail = "Invalid request"
+
+    def __init__(self, detail: str | None = None, *, field: tuple[str | int, ...] = ()) -> None:
+        super().__init__(detail)
+        self.field = field
+
+    def errors(self) -> list[dict[str, Any]]:
+        return [{"loc": ["body", *self.field], "msg": self.detail, "type": "value_error"}]
+
+
+class BadRequestError(PrmeError):
+    """Well-formed input that conflicts with saved state the caller referenced (HTTP 400)."""
+
+    default_detail = "Bad request"
+
+
+class AuthenticationError(PrmeError):
+    """Missing, unknown or revoked credential (HTTP 401)."""
+
+    default_detail = "Missing or invalid API key"
+
+
+class PermissionDeniedError(PrmeError):
+    """The credential may not act for the owner it named (HTTP 403)."""
+
+    default_detail = "This API key may not act for that user"
+
+
+class NotFoundError(PrmeError):
+    """Unknown id, or one that belongs to another owner or tenant (HTTP 404)."""
+
+    default_detail = "Not found"
+
+
+class ConflictError(PrmeError):
+    """An idempotency key or decision reused with other input (HTTP 409)."""
+
+    default_detail = "Conflict"
+
+
+class PayloadTooLargeError(PrmeError):
+    """A record would exceed what the storage backend can hold in one item (HTTP 413)."""
+
+    default_detail = "Content too large"
+
+
+class StorageUnavailableError(PrmeError):
+    """A dependency failed before anything was committed (HTTP 503 without `accepted`)."""
+
+    default_detail = "Storage is unavailable; nothing was written"
+
+
+class RetryableStorageError(StorageUnavailableError):
+    """Throttling that outlasted the retries inside the call (HTTP 503)."""
+
+    default_detail = "Storage is busy; retry later"
+
+
+class IndexUnavailableError(PrmeError):
+    """The search index could not be reached; derived work stays pending."""
+
+    default_detail = "Search index unavailable"
+
+
+class EmbeddingUnavailableError(PrmeError):
+    """The embedding model could not produce vectors."""
+
+    default_detail = "Embedding model unavailable"
+
+
+class EmbeddingModelMismatchError(EmbeddingUnavailableError):
+    """Vectors of another model (or dimension) were found where the query's model was expected."""
+
+    default_detail = "Embedding model mismatch"
+
+
+class ValueBindingError(InvalidRequestError):
+    """A value binding failed admission (presentation not in the source or indexed text)."""
+
+    default_detail = "Invalid value binding"
+
+
+class ValueBindingResolutionError(PrmeError):
+    """Conflicting presentation mappings or invalid tool arguments during resolution."""
+
+    default_detail = "Value binding resolution failed"
+
+
+class ProcessingIncompleteError(PrmeError):
+    """The source was committed but a waiting call could not finish processing (HTTP 503 receipt)."""
+
+    default_detail = (
+        "Source saved; processing did not complete. Inspect its status and retry the saved work."
+    )
+
+    def __init__(self, event_id: str, reason_code: str) -> None:
+        super().__init__()
+        self.event_id = event_id
+        self.reason_code = reason_code

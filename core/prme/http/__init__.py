@@ -1,0 +1,1 @@
+"""The HTTP API: FastAPI app factory, auth, error mapping and request/response schemas."""

@@ -1,0 +1,152 @@
+"""FastAPI app factory: each route validates, resolves the owner and calls one engine method."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import Depends, FastAPI, Query, Request
+
+from prme.engine.credentials import CredentialService
+from prme.engine.identity import Principal, resolve_owner
+from prme.engine.service import MemoryEngine
+from prme.http.auth import AuthPolicy, authenticate
+from prme.http.errors import install_error_handlers
+from prme.http.schemas import (
+    AcceptedErrorResponse,
+    ErrorResponse,
+    EventResponse,
+    NodeResponse,
+    ProcessingStatusResponse,
+    RetrieveRequest,
+    RetrieveResponse,
+    StoreRequest,
+    StoreResponse,
+    WorkItemResponse,
+)
+from prme.model.inputs import RetrieveInput, StoreInput
+from prme.retrieval.receipts import RetrievalReceipt
+
+
+@dataclass(frozen=True)
+class ApiRuntime:
+    """What the routes need, built once by the composition root."""
+
+    engine: MemoryEngine
+    credentials: CredentialService
+    auth: AuthPolicy
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorResponse, "description": "Missing or invalid API key"},
+    403: {"model": ErrorResponse, "description": "The key may not act for that user_id"},
+    422: {"model": ErrorResponse, "description": "Invalid input; nothing was written"},
+    503: {"model": ErrorResponse, "description": "A dependency is unavailable"},
+}
+_READ_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse, "description": "Unknown or foreign id"}}
+_WRITE_ERRORS = {
+    **_ERRORS,
+    503: {
+        "model": AcceptedErrorResponse,
+        "description": "Source saved but processing did not complete (accepted: true), "
+        "or a dependency was down before anything was written (no accepted field)",
+    },
+}
+
+
+def _runtime(request: Request) -> ApiRuntime:
+    runtime: ApiRuntime = request.app.state.runtime
+    return runtime
+
+
+def _principal(request: Request) -> Principal:
+    runtime = _runtime(request)
+    return authenticate(request, runtime.credentials, runtime.auth)
+
+
+Caller = Annotated[Principal, Depends(_principal)]
+UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+
+
+def create_app(runtime: ApiRuntime) -> FastAPI:
+    app = FastAPI(
+        title="PRME Cloud",
+        version="0.1.0",
+        description="Long-term memory for LLM agents: verbatim sources, typed memory nodes, "
+        "hybrid retrieval and replayable receipts.",
+    )
+    app.state.runtime = runtime
+    install_error_handlers(app)
+    engine = runtime.engine
+
+    @app.get("/health", include_in_schema=False)
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/v1/store", response_model=StoreResponse, responses=_WRITE_ERRORS)
+    def store(body: StoreRequest, caller: Caller) -> StoreResponse:
+        owner = resolve_owner(caller, body.user_id)
+        request = StoreInput.model_validate(
+            body.model_dump(exclude={"user_id"}, exclude_unset=True)
+        )
+        result = engine.store(owner, request)
+        return StoreResponse(
+            event_id=result.event_id,
+            node_id=result.node_id,
+            processing_status=result.processing_status,
+        )
+
+    @app.post("/v1/retrieve", response_model=RetrieveResponse, responses=_ERRORS)
+    def retrieve(body: RetrieveRequest, caller: Caller) -> RetrieveResponse:
+        owner = resolve_owner(caller, body.user_id)
+        request = RetrieveInput.model_validate(
+            body.model_dump(exclude={"user_id"}, exclude_unset=True)
+        )
+        response = engine.retrieve(owner, request)
+        return RetrieveResponse(
+            results=response.results,
+            bundle=response.bundle,
+            value_bindings=response.value_bindings,
+            metrics=response.metrics,
+        )
+
+    @app.get("/v1/events/{event_id}", response_model=EventResponse, responses=_READ_ERRORS)
+    def get_event(event_id: UUID, caller: Caller, user_id: UserIdQuery = None) -> EventResponse:
+        return EventResponse.of(engine.get_event(resolve_owner(caller, user_id), str(event_id)))
+
+    @app.get(
+        "/v1/events/{event_id}/nodes", response_model=list[NodeResponse], responses=_READ_ERRORS
+    )
+    def get_event_nodes(
+        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+    ) -> list[NodeResponse]:
+        nodes = engine.list_event_nodes(resolve_owner(caller, user_id), str(event_id))
+        return [NodeResponse.of(node) for node in nodes]
+
+    @app.get(
+        "/v1/events/{event_id}/processing-status",
+        response_model=ProcessingStatusResponse,
+        responses=_READ_ERRORS,
+    )
+    def get_processing_status(
+        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+    ) -> ProcessingStatusResponse:
+        status, work = engine.get_processing_status(resolve_owner(caller, user_id), str(event_id))
+        return ProcessingStatusResponse(
+            event_id=str(event_id),
+            processing_status=status,
+            work=[WorkItemResponse.of(item) for item in work],
+        )
+
+    @app.get("/v1/nodes/{node_id}", response_model=NodeResponse, responses=_READ_ERRORS)
+    def get_node(node_id: UUID, caller: Caller, user_id: UserIdQuery = None) -> NodeResponse:
+        return NodeResponse.of(engine.get_node(resolve_owner(caller, user_id), str(node_id)))
+
+    @app.get("/v1/retrievals/{request_id}", response_model=RetrievalReceipt, responses=_READ_ERRORS)
+    def get_retrieval(
+        request_id: UUID, caller: Caller, user_id: UserIdQuery = None
+    ) -> RetrievalReceipt:
+        return engine.get_receipt(resolve_owner(caller, user_id), str(request_id))
+
+    return app

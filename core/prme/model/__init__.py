@@ -1,0 +1,1 @@
+"""Domain models of PRME: records, inputs, search documents and value bindings."""

@@ -1,0 +1,121 @@
+"""Typed value bindings (a source-backed presentation form paired with a caller's lookup form)
+and the audit records that tool-argument resolution returns."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+MAX_REFERENCE_CHARS = 128
+MAX_KIND_CHARS = 64
+MAX_BOUND_TEXT_CHARS = 2048
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"
+# RFC 6901: every reference token starts with "/" and escapes "~" as "~0" and "/" as "~1".
+JSON_POINTER_PATTERN = r"^(?:/(?:[^~/]|~[01])*)*$"
+
+# Cc covers C0, DEL and C1 controls; Cs (lone surrogates) cannot be encoded as UTF-8, so such a
+# value could never match stored text byte for byte.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cs"})
+
+
+def _check_bound_text(value: str) -> str:
+    # Messages never repeat the value: it may be private content.
+    if not value.strip():
+        raise ValueError("must contain a non-whitespace character")
+    if any(unicodedata.category(char) in _FORBIDDEN_CATEGORIES for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+BindingReference = Annotated[
+    str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS, pattern=LABEL_PATTERN)
+]
+BindingKind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS, pattern=LABEL_PATTERN)]
+BoundText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_BOUND_TEXT_CHARS),
+    AfterValidator(_check_bound_text),
+]
+NodeId = Annotated[str, Field(min_length=1)]
+BindingOperation = Literal["replaced", "already_lookup"]
+
+
+class MemoryValueBinding(BaseModel):
+    """A binding a caller attaches to a direct store.
+
+    `presentation` must occur verbatim in the stored source; `lookup` is operational data the
+    caller vouches for (PRME never infers or checks it).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    schema_version: Literal[1] = 1
+    reference: BindingReference
+    kind: BindingKind
+    presentation: BoundText
+    lookup: BoundText
+    lookup_authority: Literal["caller"] = "caller"
+
+
+class VisibleValueBinding(BaseModel):
+    """A binding whose presentation survived context packing, with the memory node it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    node_id: NodeId
+    reference: BindingReference
+    kind: BindingKind
+    presentation: BoundText
+    lookup: BoundText
+
+    @classmethod
+    def from_binding(cls, node_id: str, binding: MemoryValueBinding) -> VisibleValueBinding:
+        return cls(
+            node_id=node_id,
+            reference=binding.reference,
+            kind=binding.kind,
+            presentation=binding.presentation,
+            lookup=binding.lookup,
+        )
+
+
+class ValueBindingUse(BaseModel):
+    """One argument value that matched a visible binding, located by a JSON pointer.
+
+    `replaced`: the value equalled the presentation and now holds the lookup.
+    `already_lookup`: the value already equalled an unambiguous lookup and was left unchanged.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    path: Annotated[str, Field(pattern=JSON_POINTER_PATTERN)]
+    operation: BindingOperation
+    node_id: NodeId
+    reference: BindingReference
+    kind: BindingKind
+    presentation: BoundText
+    lookup: BoundText
+
+
+class ToolArgumentResolution(BaseModel):
+    """The resolved copy of a tool's arguments and the audit of every binding it used.
+
+    `binding_uses` lists every match in document order (object keys in insertion order, array
+    items by index). `replacements` is the subset of those uses whose operation is `replaced`,
+    i.e. exactly the values that differ from the input.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arguments: dict[str, Any]
+    binding_uses: list[ValueBindingUse]
+    replacements: list[ValueBindingUse]
+
+    @model_validator(mode="after")
+    def _replacements_are_the_replaced_uses(self) -> Self:
+        expected = [use for use in self.binding_uses if use.operation == "replaced"]
+        if self.replacements != expected:
+            raise ValueError("replacements must be the binding uses whose operation is 'replaced'")
+        return self

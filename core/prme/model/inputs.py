@@ -1,0 +1,183 @@
+"""Validated inputs of the use cases, shared by MemoryClient and the HTTP schemas.
+
+Every rule here runs before any I/O, so a rejected input writes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from prme.model.bindings import MemoryValueBinding
+from prme.model.enums import (
+    EpistemicType,
+    NodeType,
+    RetrievalMode,
+    Role,
+    Scope,
+    SourceType,
+)
+from prme.model.records import RESERVED_METADATA_KEYS
+
+MAX_CONTENT_CHARS = 100_000
+MAX_SPEAKER_CHARS = 200
+MAX_METADATA_BYTES = 16_384
+# Unicode bidirectional formatting characters: they can make a name render as something else.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def normalize_speaker(value: str | None) -> str | None:
+    """Strip a speaker name and reject empty, overlong or control-bearing names."""
+    if value is None:
+        return None
+    name = value.strip()
+    if not name:
+        raise ValueError("speaker must not be empty")
+    if len(name) > MAX_SPEAKER_CHARS:
+        raise ValueError(f"speaker must be at most {MAX_SPEAKER_CHARS} characters")
+    for char in name:
+        if char in _BIDI_CONTROLS or unicodedata.category(char) in {"Cc", "Zl", "Zp"}:
+            raise ValueError("speaker must not contain control characters or line breaks")
+    return name
+
+
+def _check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    reserved = sorted(RESERVED_METADATA_KEYS.intersection(value))
+    if reserved:
+        raise ValueError(
+            f"metadata key {reserved[0]!r} is reserved; pass speaker or value_bindings instead"
+        )
+    from prme.model.canonical import canonical_json
+
+    try:
+        encoded = canonical_json(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("metadata must be JSON-serialisable") from exc
+    if len(encoded.encode()) > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")
+    return value
+
+
+class StoreInput(BaseModel):
+    """What a direct store accepts, before the owner is resolved."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    retrieval_content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    value_bindings: list[MemoryValueBinding] | None = Field(default=None, max_length=64)
+    role: Role = Role.USER
+    speaker: str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    node_type: NodeType | None = None
+    scope: Scope | None = None
+    metadata: dict[str, Any] | None = None
+    epistemic_type: EpistemicType | None = None
+    source_type: SourceType | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    event_time: AwareDatetime | None = None
+    ttl_days: int | None = Field(default=None, ge=0, le=36_500, strict=True)
+
+    _speaker = field_validator("speaker")(normalize_speaker)
+    _metadata = field_validator("metadata")(_check_metadata)
+
+    @field_validator("content", "retrieval_content")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+    @property
+    def ttl_given(self) -> bool:
+        """True when the caller sent ttl_days (null disables TTL); False uses the node type default."""
+        return "ttl_days" in self.model_fields_set
+
+    @property
+    def indexed_text(self) -> str:
+        return self.retrieval_content if self.retrieval_content is not None else self.content
+
+
+class RetrievalFilters(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: Scope | list[Scope] | None = None
+    time_from: AwareDatetime | None = None
+    time_to: AwareDatetime | None = None
+    event_time_from: AwareDatetime | None = None
+    event_time_to: AwareDatetime | None = None
+    exclude_node_types: list[NodeType] | None = None
+    source_types: list[SourceType] | None = None
+
+    @field_validator("scope")
+    @classmethod
+    def _scope_list_not_empty(cls, value: Scope | list[Scope] | None) -> Scope | list[Scope] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("scope list must not be empty")
+        return value
+
+    @property
+    def scopes(self) -> frozenset[Scope] | None:
+        if self.scope is None:
+            return None
+        return frozenset(self.scope) if isinstance(self.scope, list) else frozenset({self.scope})
+
+
+class RetrieveInput(BaseModel):
+    """What a retrieval accepts, before the owner is resolved."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query: str = Field(min_length=1, max_length=10_000)
+    reference_time: AwareDatetime | None = None
+    token_budget: int | None = Field(default=None, ge=0, le=200_000, strict=True)
+    limit: int | None = Field(default=None, ge=0, le=200, strict=True)
+    max_per_source: int | None = Field(default=None, ge=1, strict=True)
+    max_per_evidence: int | None = Field(default=None, ge=1, strict=True)
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    mode: RetrievalMode | None = None
+    filters: RetrievalFilters | None = None
+    ranking_multipliers: dict[str, float] | None = None
+    context_format: Literal["reader", "auditable"] = "reader"
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must contain non-whitespace text")
+        return value
+
+    @field_validator("ranking_multipliers")
+    @classmethod
+    def _neutral_multipliers(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        # Rank fusion has no feature weights to multiply: only the neutral trial is accepted.
+        if value is not None:
+            for name, factor in value.items():
+                if not math.isfinite(factor) or factor != 1.0:
+                    raise ValueError(
+                        f"ranking_multipliers.{name} must be 1.0 under rank fusion scoring"
+                    )
+        return value
+
+    @model_validator(mode="after")
+    def _time_bounds_ordered(self) -> RetrieveInput:
+        f = self.filters
+        if f is not None:
+            for low, high in ((f.time_from, f.time_to), (f.event_time_from, f.event_time_to)):
+                if low is not None and high is not None and low > high:
+                    raise ValueError("time filter lower bound is after its upper bound")
+        return self

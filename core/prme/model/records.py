@@ -1,0 +1,187 @@
+"""Domain records kept in the ledger: sources, memory nodes, journal entries, work and credentials."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from prme.model.canonical import checksum
+from prme.model.enums import (
+    CredentialRole,
+    EpistemicType,
+    LifecycleState,
+    NodeType,
+    Role,
+    Scope,
+    SourceType,
+    WorkKind,
+    WorkStatus,
+)
+
+SPEAKER_METADATA_KEY = "prme_speaker_v1"
+VALUE_BINDINGS_METADATA_KEY = "prme_value_bindings_v1"
+RESERVED_METADATA_KEYS = frozenset({SPEAKER_METADATA_KEY, VALUE_BINDINGS_METADATA_KEY})
+
+
+class OwnerKey(BaseModel):
+    """The partition every record lives in: a tenant and one of its owners (end users)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    owner_id: str
+
+
+class Event(BaseModel):
+    """An immutable source: exactly what the caller sent, with its digest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    owner_id: str
+    content: str
+    content_sha256: str
+    role: Role
+    session_id: str | None = None
+    scope: Scope = Scope.PERSONAL
+    event_time: AwareDatetime | None = None
+    ingested_at: AwareDatetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def speaker(self) -> str | None:
+        value = self.metadata.get(SPEAKER_METADATA_KEY)
+        return value if isinstance(value, str) else None
+
+
+class MemoryNode(BaseModel):
+    """A typed memory derived from one or more events; its lifecycle only moves forward."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    owner_id: str
+    node_type: NodeType
+    content: str
+    content_sha256: str
+    scope: Scope
+    session_id: str | None = None
+    source_type: SourceType
+    epistemic_type: EpistemicType
+    confidence: float
+    salience: float = 0.5
+    lifecycle_state: LifecycleState
+    event_time: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    ttl_days: int | None = None
+    expires_at: AwareDatetime | None = None
+    evidence_refs: tuple[str, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def speaker(self) -> str | None:
+        value = self.metadata.get(SPEAKER_METADATA_KEY)
+        return value if isinstance(value, str) else None
+
+    def is_expired(self, at: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= at
+
+
+class JournalRecord(BaseModel):
+    """An append-only, checksummed account of one mutating operation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    owner_id: str
+    operation: str
+    subject_id: str
+    created_at: AwareDatetime
+    payload: dict[str, Any]
+    checksum: str
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        record_id: str,
+        owner: OwnerKey,
+        operation: str,
+        subject_id: str,
+        created_at: datetime,
+        payload: dict[str, Any],
+    ) -> JournalRecord:
+        return cls(
+            id=record_id,
+            tenant_id=owner.tenant_id,
+            owner_id=owner.owner_id,
+            operation=operation,
+            subject_id=subject_id,
+            created_at=created_at,
+            payload=payload,
+            checksum=checksum(
+                {"operation": operation, "subject_id": subject_id, "payload": payload}
+            ),
+        )
+
+    def verify(self) -> bool:
+        expected = checksum(
+            {"operation": self.operation, "subject_id": self.subject_id, "payload": self.payload}
+        )
+        return expected == self.checksum
+
+
+class WorkItem(BaseModel):
+    """Derived work saved with the write that needs it (transactional outbox)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    owner_id: str
+    kind: WorkKind
+    event_id: str
+    node_id: str
+    status: WorkStatus = WorkStatus.PENDING
+    attempts: int = 0
+    last_error: str | None = None
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+
+
+class Credential(BaseModel):
+    """An API key as stored: only its hash, never the secret."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key_id: str
+    key_hash: str
+    tenant_id: str
+    owner_id: str | None
+    role: CredentialRole
+    label: str = ""
+    created_at: AwareDatetime
+    revoked_at: AwareDatetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class StoreCommit(BaseModel):
+    """Everything one direct store writes, committed in a single ledger transaction."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event: Event
+    node: MemoryNode
+    journal: JournalRecord
+    work: WorkItem

@@ -1,0 +1,105 @@
+"""The ports of the engine: one Protocol per dependency, each with a fake, an embedded and an AWS adapter.
+
+Every call names the tenant and owner explicitly (`OwnerKey`). `None` from a read means
+"not found"; failures raise `prme.errors` classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from prme.model.records import (
+    Credential,
+    Event,
+    JournalRecord,
+    MemoryNode,
+    OwnerKey,
+    StoreCommit,
+    WorkItem,
+)
+from prme.model.search import EmbeddingModelInfo, IndexDocument, IndexHits, IndexQuery
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware (UTC)."""
+        ...
+
+
+class Embedder(Protocol):
+    @property
+    def model(self) -> EmbeddingModelInfo:
+        """The vector space this embedder writes; recorded with every vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """L2-normalised vectors, shape (len(texts), dimension). Raises EmbeddingUnavailableError."""
+        ...
+
+
+class Ledger(Protocol):
+    """The source of truth: events, nodes, journal, work items. Each method is one transaction."""
+
+    def commit_store(self, commit: StoreCommit) -> None: ...
+
+    def get_event(self, owner: OwnerKey, event_id: str) -> Event | None: ...
+
+    def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None: ...
+
+    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]: ...
+
+    def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]: ...
+
+    def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]: ...
+
+    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+        """Pending work, oldest first; `owner=None` spans every owner (recovery, sweeper)."""
+        ...
+
+    def count_pending_work(self, owner: OwnerKey | None) -> int: ...
+
+    def save_work(self, item: WorkItem) -> None:
+        """Replace the stored state of an existing work item."""
+        ...
+
+    def append_journal(self, record: JournalRecord) -> None:
+        """Append a record; its id is unique within the owner (ConflictError otherwise)."""
+        ...
+
+    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None: ...
+
+
+class CredentialStore(Protocol):
+    """Hashed API keys. Lookups by hash span tenants: the key itself says whose it is."""
+
+    def put_credential(self, credential: Credential) -> None: ...
+
+    def find_credential(self, key_hash: str) -> Credential | None: ...
+
+    def list_credentials(self, tenant_id: str | None) -> list[Credential]: ...
+
+    def revoke_credential(self, key_id: str, at: datetime) -> Credential | None: ...
+
+
+class SearchIndex(Protocol):
+    """Derived, rebuildable index of nodes for vector and lexical (BM25) search."""
+
+    def upsert(self, documents: Sequence[IndexDocument]) -> None:
+        """Insert or replace documents by node id. Raises IndexUnavailableError."""
+        ...
+
+    def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
+        """Both channels for one owner. A vector failure is reported in the hits, not raised."""
+        ...
+
+
+class WorkQueue(Protocol):
+    """Where pending work is announced after commit; losing a message loses nothing."""
+
+    def enqueue(self, items: Sequence[WorkItem]) -> None: ...

@@ -1,0 +1,1 @@
+"""Retrieval logic: fusion, packing results, receipts and value-binding resolution."""

@@ -1,0 +1,94 @@
+"""Retrieval receipts: a saved, checksummed account of one ranking that replays without the store."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from prme.retrieval.fusion import FusionConfig, FusionInput, fuse
+
+RECEIPT_SCHEMA_VERSION = 22
+RECEIPT_SCHEMA_VERSION_UNFOLDED = 19
+RECEIPT_OPERATION = "retrieval_receipt"
+
+
+class ReceiptCandidate(BaseModel):
+    """One fused candidate: its channel ranks and raw scores, content digest and outcome."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node_id: str
+    content_sha256: str
+    time: float | None
+    ranks: dict[str, int]
+    channel_scores: dict[str, float]
+    semantic_relevance: float | None
+    score: float
+    score_provenance: dict[str, Any]
+    evidence_refs: list[str]
+    outcome: str = Field(
+        description="returned, or why it was left out: filtered, min_score, source_limit, "
+        "evidence_limit, limit"
+    )
+
+
+class ReceiptConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fusion: FusionConfig
+    mode: str
+    limit: int
+    token_budget: int
+    min_score: float | None
+    min_score_skipped: bool
+    max_per_source: int | None
+    max_per_evidence: int | None
+    context_format: str
+    packing_order: str
+    fold_repeated_text: bool
+    session_context_rank_fusion_score_decay: float
+    filters: dict[str, Any]
+    embedding_model: str | None
+    token_counter: str
+
+
+class ReceiptContext(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    context_sha256: str
+    tokens_used: int
+    entries: list[dict[str, Any]]
+    excluded: list[dict[str, Any]]
+
+
+class RetrievalReceipt(BaseModel):
+    """Everything needed to explain and replay the ranking of one retrieval."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int
+    request_id: str
+    owner_id: str
+    created_at: datetime
+    query: str
+    query_sha256: str
+    reference_time: datetime
+    config: ReceiptConfig
+    backend_failures: list[str]
+    candidates: list[ReceiptCandidate]
+    returned_node_ids: list[str]
+    context: ReceiptContext
+
+    def replay_ranking(self) -> list[str]:
+        """Recompute the fused order of every candidate from the saved ranks and config alone."""
+        inputs = [FusionInput(c.node_id, c.ranks, c.time) for c in self.candidates]
+        return [c.node_id for c in fuse(inputs, self.config.fusion)]
+
+    def saved_ranking(self) -> list[str]:
+        """The order the candidates were saved in (the live fused order)."""
+        return [c.node_id for c in self.candidates]
+
+    def replay_matches(self) -> bool:
+        return self.replay_ranking() == self.saved_ranking()

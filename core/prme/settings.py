@@ -1,0 +1,35 @@
+"""Process settings, read once by each composition root from `PRME_*` environment variables.
+
+Nested groups use a double underscore: `PRME_SCORING__RRF_K=60`. The CDK stack reads the
+names below so the deployed environment and the code cannot drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
+
+ENV_PREFIX = "PRME_"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", frozen=True
+    )
+
+    backend: Literal["embedded", "aws"] = "embedded"
+    data_dir: Path = Path("./memory")
+    tenant_id: str = Field(default="local", min_length=1, max_length=128)
+    embedder: Literal["minilm", "hashing"] = "minilm"
+    sqlite_synchronous: Literal["normal", "full"] = "normal"
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    packing: PackingConfig = Field(default_factory=PackingConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(scoring=self.scoring, packing=self.packing, retrieval=self.retrieval)

