@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from prme.engine.config import EngineConfig, PackingConfig
 from prme.errors import EmbeddingUnavailableError
 from prme.model.inputs import RetrieveInput, StoreInput
-from prme.model.search import EmbeddingModelInfo
+from prme.model.search import EmbeddingModelInfo, IndexQuery
 from prme.retrieval.receipts import RetrievalReceipt
 from tests.conftest import ALICE, BOB, Harness, memory_harness
 
@@ -281,3 +281,12 @@ def test_non_neutral_ranking_multipliers_are_rejected() -> None:
     with pytest.raises(ValidationError):
         RetrieveInput(query="q", ranking_multipliers={"recency": 2.0})
     assert RetrieveInput(query="q", ranking_multipliers={"recency": 1.0}).query == "q"
+
+
+def test_speaker_name_is_not_a_lexical_search_field(tmp_path: Any) -> None:
+    from tests.conftest import embedded_harness
+
+    h = embedded_harness(tmp_path / "d")
+    store(h, "I painted a sunrise over the lake.", speaker="Zebulon", role="participant")
+    hits = h.index.search(ALICE, IndexQuery(text="Zebulon"))
+    assert hits.lexical == ()

@@ -118,7 +118,7 @@ class _OwnerVectors:
     node_ids: list[str]
     position: dict[str, int]
     matrix: NDArray[np.float32]
-    models: list[str | None]
+    models: frozenset[str | None]
     columns: dict[str, NDArray[np.str_]]
     event_time: NDArray[np.float64]
     effective_time: NDArray[np.float64]
@@ -218,21 +218,23 @@ class SqliteVectorIndex:
         failure: str | None = None
         if query.vector is None:
             failure = "no_query_vector"
-        elif any(model != query.embedding_model for model in set(vectors.models)):
+        elif any(model != query.embedding_model for model in vectors.models):
             failure = "embedding_model_mismatch"
         elif vectors.node_ids:
             q = np.asarray(query.vector, dtype=np.float32)
-            allowed = np.flatnonzero(mask)
-            if allowed.size:
-                scores = vectors.matrix[allowed] @ q
-                k = min(query.vector_k, allowed.size)
-                top = np.argpartition(-scores, k - 1)[:k]
-                ordered = sorted(
-                    ((vectors.node_ids[allowed[i]], float(scores[i])) for i in top),
+            # Score every row (one matrix-vector product), then drop filtered rows: cheaper
+            # than copying the allowed rows out of the matrix.
+            scores = vectors.matrix @ q
+            allowed = int(mask.sum())
+            if allowed:
+                masked = np.where(mask, scores, -np.inf)
+                k = min(query.vector_k, allowed)
+                top = np.argpartition(-masked, k - 1)[:k]
+                vector_hits = sorted(
+                    ((vectors.node_ids[i], float(scores[i])) for i in top),
                     key=lambda kv: (-kv[1], kv[0]),
                 )
-                vector_hits = ordered
-                semantic.update(ordered)
+                semantic.update(vector_hits)
             for node_id, _ in lexical:
                 if node_id not in semantic and node_id in vectors.position:
                     semantic[node_id] = float(vectors.matrix[vectors.position[node_id]] @ q)
@@ -248,13 +250,23 @@ class SqliteVectorIndex:
         if expression is None or query.lexical_k <= 0:
             return []
         where, params = _filter_sql(query.filters)
+        # FTS5 ranks fastest without a join: take a generous best-first window, then filter.
+        # Only when filters (or other owners' documents) empty that window do we rank everything.
+        window = max(query.lexical_k * 8, 400)
         rows = self._conn.execute(
             # Only placeholders are interpolated; every value is bound.
-            "SELECT d.node_id, bm25(docs_fts) AS rank FROM docs_fts JOIN docs d "  # noqa: S608
-            "ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND d.tenant=? AND d.owner=?"
-            f"{where} ORDER BY rank, d.node_id LIMIT ?",
-            (expression, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
+            "SELECT d.node_id, f.rank FROM (SELECT rowid, bm25(docs_fts) AS rank FROM docs_fts "  # noqa: S608
+            "WHERE docs_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN docs d ON d.rowid = f.rowid "
+            f"WHERE d.tenant=? AND d.owner=?{where} ORDER BY f.rank, d.node_id LIMIT ?",
+            (expression, window, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
         ).fetchall()
+        if len(rows) < query.lexical_k:
+            rows = self._conn.execute(
+                "SELECT d.node_id, bm25(docs_fts) AS rank FROM docs_fts JOIN docs d "  # noqa: S608
+                "ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND d.tenant=? AND d.owner=?"
+                f"{where} ORDER BY rank, d.node_id LIMIT ?",
+                (expression, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
+            ).fetchall()
         # FTS5's bm25() is lower-is-better; flip it so every channel reads higher-is-better.
         return [(node_id, -float(rank)) for node_id, rank in rows]
 
@@ -285,7 +297,7 @@ class SqliteVectorIndex:
             node_ids=node_ids,
             position={nid: i for i, nid in enumerate(node_ids)},
             matrix=matrix,
-            models=[r[1] for r in rows],
+            models=frozenset(r[1] for r in rows),
             columns={
                 name: np.array([r[3 + i] for r in rows], dtype=np.str_)
                 for i, name in enumerate(_FILTER_COLUMNS)
