@@ -150,9 +150,6 @@ class MiniLmEmbedder:
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
-            # Idle worker threads must not spin: they would steal the cores the rest of the
-            # request (SQLite, numpy) runs on right after each embedding.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             graph = _serialized_graph(model_dir, self._cache_dir)
             try:
                 session = ort.InferenceSession(
