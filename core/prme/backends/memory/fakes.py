@@ -11,7 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
-from prme.errors import ConflictError, IndexUnavailableError
+from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
 from prme.model.enums import WorkStatus
 from prme.model.records import (
     Credential,
@@ -94,8 +94,6 @@ class InMemoryLedger:
             self.work[item.id] = item
 
     def append_journal(self, record: JournalRecord) -> None:
-        from prme.errors import StorageUnavailableError
-
         if self.fail_journal:
             raise StorageUnavailableError()
         key = (record.tenant_id, record.owner_id, record.id)
@@ -208,8 +206,6 @@ class RecordingWorkQueue:
         self.fail = False
 
     def enqueue(self, items: Sequence[WorkItem]) -> None:
-        from prme.errors import StorageUnavailableError
-
         if self.fail:
             raise StorageUnavailableError("queue unavailable")
         self.sent.extend(items)
