@@ -94,6 +94,12 @@ class EmbeddingModelMismatchError(EmbeddingUnavailableError):
     default_detail = "Embedding model mismatch"
 
 
+class WorkDeferredError(PrmeError):
+    """Queued work could not run because a dependency is down; the message should be retried."""
+
+    default_detail = "Work deferred; a dependency is unavailable"
+
+
 class ValueBindingError(InvalidRequestError):
     """A value binding failed admission (presentation not in the source or indexed text)."""
 

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from prme.model.records import (
     Credential,
     Event,
+    IdempotencyRecord,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -46,7 +47,13 @@ class Embedder(Protocol):
 class Ledger(Protocol):
     """The source of truth: events, nodes, journal, work items. Each method is one transaction."""
 
-    def commit_store(self, commit: StoreCommit) -> None: ...
+    def commit_store(self, commit: StoreCommit) -> None:
+        """All records or none; ConflictError when the event or the idempotency key exists."""
+        ...
+
+    def get_idempotency(
+        self, owner: OwnerKey, operation: str, key: str
+    ) -> IdempotencyRecord | None: ...
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None: ...
 

@@ -27,6 +27,14 @@ class Settings(BaseSettings):
     tenant_id: str = Field(default="local", min_length=1, max_length=128)
     embedder: Literal["minilm", "hashing"] = "minilm"
     sqlite_synchronous: Literal["normal", "full"] = "normal"
+    # AWS backend: resource names and endpoints. boto3 reads AWS_ENDPOINT_URL* and the region.
+    table_name: str = "prme-local"
+    queue_prefix: str = "prme-local"
+    opensearch_url: str | None = None
+    opensearch_index_alias: str = "prme-nodes"
+    opensearch_auth: Literal["none", "es", "aoss"] = "none"
+    # Work pending longer than this is re-announced by the sweeper.
+    work_overdue_seconds: int = Field(default=120, ge=1)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     packing: PackingConfig = Field(default_factory=PackingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)

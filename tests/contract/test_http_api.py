@@ -339,3 +339,18 @@ def test_keyless_loopback_mode_acts_as_default_owner(tmp_path: Path) -> None:
         backend.credentials.create(tenant_id="local", owner_id="alice", role=CredentialRole.OWNER)
         assert client.post("/v1/store", json={"content": "hello"}).status_code == 401
     backend.close()
+
+
+def test_store_idempotency_key_header(api: Api) -> None:
+    key = str(uuid.uuid4())
+    headers = {**api.alice, "Idempotency-Key": key}
+    first = api.client.post("/v1/store", json={"content": "once only"}, headers=headers)
+    again = api.client.post("/v1/store", json={"content": "once only"}, headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert first.json() == again.json()
+    changed = api.client.post("/v1/store", json={"content": "other"}, headers=headers)
+    assert changed.status_code == 409
+    bad = api.client.post(
+        "/v1/store", json={"content": "x"}, headers={**api.alice, "Idempotency-Key": "nope"}
+    )
+    assert bad.status_code == 422

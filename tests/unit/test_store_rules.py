@@ -187,3 +187,29 @@ def _retrieve(query: str, **fields: Any) -> Any:
     from prme.model.inputs import RetrieveInput
 
     return RetrieveInput.model_validate({"query": query, **fields})
+
+
+def test_idempotency_key_replays_the_first_result(harness: Harness) -> None:
+    first = harness.engine.store(ALICE, store_input(), idempotency_key="k-1")
+    again = harness.engine.store(ALICE, store_input(), idempotency_key="k-1")
+    assert (again.event_id, again.node_id) == (first.event_id, first.node_id)
+    assert len(harness.ledger.events) == 1  # type: ignore[attr-defined]
+
+
+def test_idempotency_key_with_other_input_conflicts(harness: Harness) -> None:
+    from prme.errors import ConflictError
+
+    harness.engine.store(ALICE, store_input(), idempotency_key="k-1")
+    with pytest.raises(ConflictError):
+        harness.engine.store(ALICE, store_input(content="something else"), idempotency_key="k-1")
+    # Omitted ttl_days and an explicit null are different inputs.
+    with pytest.raises(ConflictError):
+        harness.engine.store(ALICE, store_input(ttl_days=None), idempotency_key="k-1")
+
+
+def test_idempotency_keys_are_per_owner(harness: Harness) -> None:
+    from tests.conftest import BOB
+
+    mine = harness.engine.store(ALICE, store_input(), idempotency_key="shared")
+    theirs = harness.engine.store(BOB, store_input(), idempotency_key="shared")
+    assert mine.event_id != theirs.event_id

@@ -5,9 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from prme.engine.deps import EngineDeps
-from prme.errors import EmbeddingUnavailableError, IndexUnavailableError, PrmeError
+from prme.engine.work_refs import WorkRef
+from prme.errors import (
+    EmbeddingUnavailableError,
+    IndexUnavailableError,
+    PrmeError,
+    WorkDeferredError,
+)
 from prme.model.enums import WorkStatus
 from prme.model.records import MemoryNode, OwnerKey, WorkItem
 from prme.model.search import IndexDocument
@@ -94,6 +101,40 @@ def materialize_nodes(
     if reason is None:
         return MaterializeOutcome(processed=len(work), failed=0, deferred=0)
     return MaterializeOutcome(processed=0, failed=failed, deferred=len(work) - failed)
+
+
+def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingReport:
+    """Process the work items queue messages point at; done or unknown items are skipped."""
+    processed = failed = 0
+    by_owner: dict[OwnerKey, set[tuple[str, str]]] = {}
+    for ref in refs:
+        by_owner.setdefault(ref.owner, set()).add((ref.event_id, ref.work_id))
+    for owner, wanted in by_owner.items():
+        items = [
+            item
+            for event_id in sorted({event_id for event_id, _ in wanted})
+            for item in deps.ledger.list_event_work(owner, event_id)
+            if (item.event_id, item.id) in wanted and item.status is WorkStatus.PENDING
+        ]
+        nodes = deps.ledger.get_nodes(owner, [item.node_id for item in items])
+        outcome = materialize_nodes(
+            deps, [(item, nodes[item.node_id]) for item in items if item.node_id in nodes]
+        )
+        processed += outcome.processed
+        failed += outcome.failed
+        if outcome.deferred:
+            # A dependency is down: fail the batch so the queue redelivers it later.
+            raise WorkDeferredError()
+    return ProcessingReport(processed=processed, pending=0, failed=failed)
+
+
+def sweep_overdue_work(deps: EngineDeps, *, overdue_seconds: int, limit: int = 500) -> int:
+    """Announce again every pending item older than `overdue_seconds` (lost sends, crashes)."""
+    cutoff = deps.clock.now() - timedelta(seconds=overdue_seconds)
+    overdue = [w for w in deps.ledger.list_pending_work(None, limit) if w.updated_at <= cutoff]
+    if overdue:
+        deps.queue.enqueue(overdue)
+    return len(overdue)
 
 
 def process_pending_work(

@@ -103,7 +103,11 @@ def gather_candidates(
     ranks: dict[str, dict[str, int]] = {}
     scores: dict[str, dict[str, float]] = {}
     for channel, channel_hits in (("vector", hits.vector), ("lexical", hits.lexical)):
-        for rank, (node_id, score) in enumerate(channel_hits, start=1):
+        rank, previous = 0, None
+        for position, (node_id, score) in enumerate(channel_hits, start=1):
+            # Equal scores share a rank, so identical records tie and the tie-break decides.
+            if score != previous:
+                rank, previous = position, score
             ranks.setdefault(node_id, {})[channel] = rank
             scores.setdefault(node_id, {})[channel] = score
     # The ledger is the truth: a node archived or expired since it was indexed drops out here.

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prme.engine import materialize, reads, retrieve, store
 from prme.engine.deps import EngineDeps
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
+from prme.engine.work_refs import WorkRef
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
@@ -17,8 +20,10 @@ class MemoryEngine:
     def __init__(self, deps: EngineDeps) -> None:
         self.deps = deps
 
-    def store(self, owner: OwnerKey, request: StoreInput) -> StoreResult:
-        return store.store_memory(self.deps, owner, request)
+    def store(
+        self, owner: OwnerKey, request: StoreInput, *, idempotency_key: str | None = None
+    ) -> StoreResult:
+        return store.store_memory(self.deps, owner, request, idempotency_key)
 
     def retrieve(self, owner: OwnerKey, request: RetrieveInput) -> RetrievalResponse:
         return retrieve.retrieve_memories(self.deps, owner, request)
@@ -39,6 +44,12 @@ class MemoryEngine:
 
     def get_receipt(self, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
         return reads.get_receipt(self.deps, owner, request_id)
+
+    def process_queued(self, refs: Sequence[WorkRef]) -> ProcessingReport:
+        return materialize.process_work_refs(self.deps, refs)
+
+    def sweep_overdue(self, *, overdue_seconds: int) -> int:
+        return materialize.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
 
     def process_pending(
         self, owner: OwnerKey | None = None, *, budget_ms: int | None = None

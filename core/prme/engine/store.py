@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from prme.engine.deps import EngineDeps
+from prme.engine.idempotency import check_replay, new_record, request_digest
 from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
 from prme.engine.materialize import materialize_nodes
-from prme.errors import PrmeError
+from prme.engine.reads import summarize_work
+from prme.errors import ConflictError, PrmeError
 from prme.model.canonical import sha256_text
 from prme.model.enums import LifecycleState, ProcessingStatus, Scope, WorkKind
 from prme.model.inputs import StoreInput
@@ -26,6 +29,7 @@ from prme.model.records import (
 from prme.retrieval.value_bindings import bindings_to_metadata, check_binding_admission
 
 DIRECT_STORE_OPERATION = "direct_store"
+STORE_OPERATION = "store"
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,13 @@ class StoreResult:
     processing_status: ProcessingStatus
 
 
-def build_store_commit(deps: EngineDeps, owner: OwnerKey, request: StoreInput) -> StoreCommit:
+def build_store_commit(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    request: StoreInput,
+    *,
+    idempotency: tuple[str, str] | None = None,
+) -> StoreCommit:
     """Turn a validated request into the records of one transaction (no I/O)."""
     if request.value_bindings:
         check_binding_admission(
@@ -116,12 +126,47 @@ def build_store_commit(deps: EngineDeps, owner: OwnerKey, request: StoreInput) -
         created_at=now,
         updated_at=now,
     )
-    return StoreCommit(event=event, node=node, journal=journal, work=work)
+    record = None
+    if idempotency is not None:
+        key, digest = idempotency
+        result = {"event_id": event.id, "node_id": node.id}
+        record = new_record(owner, STORE_OPERATION, key, digest=digest, result=result, now=now)
+    return StoreCommit(event=event, node=node, journal=journal, work=work, idempotency=record)
 
 
-def store_memory(deps: EngineDeps, owner: OwnerKey, request: StoreInput) -> StoreResult:
-    commit = build_store_commit(deps, owner, request)
-    deps.ledger.commit_store(commit)
+def _replayed(deps: EngineDeps, owner: OwnerKey, result: dict[str, Any]) -> StoreResult:
+    work = deps.ledger.list_event_work(owner, result["event_id"])
+    return StoreResult(
+        event_id=result["event_id"],
+        node_id=result["node_id"],
+        processing_status=summarize_work(work),
+    )
+
+
+def store_memory(
+    deps: EngineDeps, owner: OwnerKey, request: StoreInput, idempotency_key: str | None = None
+) -> StoreResult:
+    digest = request_digest(STORE_OPERATION, request) if idempotency_key else None
+    if idempotency_key and digest:
+        saved = deps.ledger.get_idempotency(owner, STORE_OPERATION, idempotency_key)
+        if saved is not None:
+            return _replayed(deps, owner, check_replay(saved, digest))
+    commit = build_store_commit(
+        deps,
+        owner,
+        request,
+        idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
+    )
+    try:
+        deps.ledger.commit_store(commit)
+    except ConflictError:
+        # A concurrent request with the same key committed first: answer as it did.
+        if not (idempotency_key and digest):
+            raise
+        saved = deps.ledger.get_idempotency(owner, STORE_OPERATION, idempotency_key)
+        if saved is None:
+            raise
+        return _replayed(deps, owner, check_replay(saved, digest))
     # Acknowledged from here on: what follows is derived work that may be redone.
     outcome = materialize_nodes(deps, [(commit.work, commit.node)])
     if outcome.processed:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 
 from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal, resolve_owner
@@ -47,6 +47,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _READ_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse, "description": "Unknown or foreign id"}}
 _WRITE_ERRORS = {
     **_ERRORS,
+    409: {"model": ErrorResponse, "description": "Idempotency-Key reused with a different body"},
     503: {
         "model": AcceptedErrorResponse,
         "description": "Source saved but processing did not complete (accepted: true), "
@@ -67,6 +68,14 @@ def _principal(request: Request) -> Principal:
 
 Caller = Annotated[Principal, Depends(_principal)]
 UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+IdempotencyKey = Annotated[
+    UUID | None,
+    Header(
+        alias="Idempotency-Key",
+        description="A UUID; a retry with the same key and body returns the first result, "
+        "another body under a used key is 409",
+    ),
+]
 
 
 def create_app(runtime: ApiRuntime) -> FastAPI:
@@ -85,12 +94,15 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
         return {"status": "ok"}
 
     @app.post("/v1/store", response_model=StoreResponse, responses=_WRITE_ERRORS)
-    def store(body: StoreRequest, caller: Caller) -> StoreResponse:
+    def store(
+        body: StoreRequest, caller: Caller, idempotency_key: IdempotencyKey = None
+    ) -> StoreResponse:
         owner = resolve_owner(caller, body.user_id)
         request = StoreInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        result = engine.store(owner, request)
+        key = str(idempotency_key) if idempotency_key is not None else None
+        result = engine.store(owner, request, idempotency_key=key)
         return StoreResponse(
             event_id=result.event_id,
             node_id=result.node_id,

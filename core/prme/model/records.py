@@ -176,6 +176,21 @@ class Credential(BaseModel):
         return self.revoked_at is None
 
 
+class IdempotencyRecord(BaseModel):
+    """Binds a caller's key to one owner, operation and exact request, and to its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    owner_id: str
+    operation: str
+    key: str
+    request_sha256: str
+    result: dict[str, Any]
+    created_at: AwareDatetime
+    expires_at: AwareDatetime
+
+
 class StoreCommit(BaseModel):
     """Everything one direct store writes, committed in a single ledger transaction."""
 
@@ -185,3 +200,4 @@ class StoreCommit(BaseModel):
     node: MemoryNode
     journal: JournalRecord
     work: WorkItem
+    idempotency: IdempotencyRecord | None = None

@@ -19,6 +19,7 @@ from prme.model.enums import WorkStatus
 from prme.model.records import (
     Credential,
     Event,
+    IdempotencyRecord,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -47,6 +48,9 @@ CREATE TABLE IF NOT EXISTS work (
 CREATE INDEX IF NOT EXISTS work_by_status ON work (status, created_at, id);
 CREATE INDEX IF NOT EXISTS work_by_owner_status ON work (tenant, owner, status, created_at, id);
 CREATE INDEX IF NOT EXISTS work_by_event ON work (tenant, owner, event_id);
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, operation TEXT NOT NULL, key TEXT NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (tenant, owner, operation, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
@@ -97,6 +101,12 @@ class SqliteLedger:
     def commit_store(self, commit: StoreCommit) -> None:
         e, n, j, w = commit.event, commit.node, commit.journal, commit.work
         with self._transaction() as tx:
+            if commit.idempotency is not None:
+                i = commit.idempotency
+                tx.execute(
+                    "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                    (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
+                )
             tx.execute(
                 "INSERT INTO events VALUES (?, ?, ?, ?)",
                 (e.tenant_id, e.owner_id, e.id, e.model_dump_json()),
@@ -151,6 +161,15 @@ class SqliteLedger:
             (owner.tenant_id, owner.owner_id, event_id),
         )
         return Event.model_validate_json(rows[0][0]) if rows else None
+
+    def get_idempotency(
+        self, owner: OwnerKey, operation: str, key: str
+    ) -> IdempotencyRecord | None:
+        rows = self._query(
+            "SELECT body FROM idempotency WHERE tenant=? AND owner=? AND operation=? AND key=?",
+            (owner.tenant_id, owner.owner_id, operation, key),
+        )
+        return IdempotencyRecord.model_validate_json(rows[0][0]) if rows else None
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         return self.get_nodes(owner, [node_id]).get(node_id)

@@ -16,6 +16,7 @@ from prme.model.enums import WorkStatus
 from prme.model.records import (
     Credential,
     Event,
+    IdempotencyRecord,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -38,13 +39,19 @@ class InMemoryLedger:
         self.nodes: dict[tuple[str, str, str], MemoryNode] = {}
         self.journal: dict[tuple[str, str, str], JournalRecord] = {}
         self.work: dict[str, WorkItem] = {}
+        self.idempotency: dict[tuple[str, str, str, str], IdempotencyRecord] = {}
         self.fail_journal = False
 
     def commit_store(self, commit: StoreCommit) -> None:
-        e, n = commit.event, commit.node
+        e, n, idem = commit.event, commit.node, commit.idempotency
         with self._lock:
             if (e.tenant_id, e.owner_id, e.id) in self.events:
                 raise ConflictError("event already exists")
+            if idem is not None:
+                idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
+                if idem_key in self.idempotency:
+                    raise ConflictError("idempotency key already used")
+                self.idempotency[idem_key] = idem
             self.events[(e.tenant_id, e.owner_id, e.id)] = e
             self.nodes[(n.tenant_id, n.owner_id, n.id)] = n
             j = commit.journal
@@ -53,6 +60,11 @@ class InMemoryLedger:
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         return self.events.get((owner.tenant_id, owner.owner_id, event_id))
+
+    def get_idempotency(
+        self, owner: OwnerKey, operation: str, key: str
+    ) -> IdempotencyRecord | None:
+        return self.idempotency.get((owner.tenant_id, owner.owner_id, operation, key))
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         return self.nodes.get((owner.tenant_id, owner.owner_id, node_id))

@@ -1,0 +1,83 @@
+"""`prme bootstrap`: create the table, queues and index PRME needs; safe to run again."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from prme.backends.aws import resources
+
+
+def ensure_table(dynamodb: Any, table_name: str) -> bool:
+    """Create the table (and turn on TTL) unless it exists. True when it was created."""
+    try:
+        dynamodb.describe_table(TableName=table_name)
+        return False
+    except dynamodb.exceptions.ResourceNotFoundException:
+        pass
+    try:
+        dynamodb.create_table(**resources.table_definition(table_name))
+    except dynamodb.exceptions.ResourceInUseException:
+        return False
+    dynamodb.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1})
+    dynamodb.update_time_to_live(
+        TableName=table_name,
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": resources.TTL_ATTRIBUTE},
+    )
+    return True
+
+
+def ensure_queues(sqs: Any, prefix: str) -> dict[str, str]:
+    """Create every work queue with its dead-letter queue and redrive; returns queue URLs."""
+    urls: dict[str, str] = {}
+    for purpose, spec in resources.queue_specs(prefix).items():
+        dlq_url = sqs.create_queue(QueueName=spec.dead_letter_name)["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        urls[purpose] = sqs.create_queue(
+            QueueName=spec.name,
+            Attributes={
+                "VisibilityTimeout": str(spec.visibility_timeout_s),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(spec.max_receive_count)}
+                ),
+            },
+        )["QueueUrl"]
+        urls[f"{purpose}-dlq"] = dlq_url
+    return urls
+
+
+def ensure_index(opensearch: Any, alias: str, dimension: int, *, replicas: int = 0) -> bool:
+    """Create the versioned index behind `alias` unless the alias exists."""
+    if opensearch.indices.exists_alias(name=alias):
+        return False
+    name = resources.index_name(alias)
+    if not opensearch.indices.exists(index=name):
+        opensearch.indices.create(
+            index=name, body=resources.index_body(dimension, replicas=replicas)
+        )
+    opensearch.indices.put_alias(index=name, name=alias)
+    return True
+
+
+def bootstrap(
+    *,
+    dynamodb: Any,
+    sqs: Any,
+    opensearch: Any | None,
+    table_name: str,
+    queue_prefix: str,
+    index_alias: str,
+    dimension: int,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict[str, str]:
+    created = ensure_table(dynamodb, table_name)
+    say(f"table {table_name}: {'created' if created else 'exists'}")
+    urls = ensure_queues(sqs, queue_prefix)
+    say(f"queues: {', '.join(sorted(urls))}")
+    if opensearch is not None:
+        made = ensure_index(opensearch, index_alias, dimension)
+        say(f"index alias {index_alias}: {'created' if made else 'exists'}")
+    return urls

@@ -1,0 +1,98 @@
+"""Fixtures for tests against the local AWS: moto's server over real HTTP (and OpenSearch).
+
+`make test` starts the local AWS and exports AWS_ENDPOINT_URL; run alone, a session-wide
+moto server is started in-process on a free port. Tests never reset the server (parallel
+workers share it): each test gets its own table and queue names instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint() -> Iterator[str]:
+    for key, value in FAKE_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    configured = os.environ.get("AWS_ENDPOINT_URL")
+    if configured:
+        yield configured
+        return
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    os.environ["AWS_ENDPOINT_URL"] = url
+    try:
+        yield url
+    finally:
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        server.stop()
+
+
+@dataclass(frozen=True)
+class AwsNames:
+    table: str
+    queue_prefix: str
+    index_alias: str
+
+
+@pytest.fixture
+def aws_names() -> AwsNames:
+    suffix = uuid.uuid4().hex[:10]
+    return AwsNames(f"prme-t-{suffix}", f"prme-t-{suffix}", f"prme-t-{suffix}")
+
+
+def boto_client(service: str, endpoint: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        config=Config(retries={"mode": "standard", "max_attempts": 3}),
+    )
+
+
+@pytest.fixture
+def dynamodb_table(aws_endpoint: str, aws_names: AwsNames) -> tuple[Any, str]:
+    from prme.backends.aws.bootstrap import ensure_table
+
+    client = boto_client("dynamodb", aws_endpoint)
+    ensure_table(client, aws_names.table)
+    return client, aws_names.table
+
+
+@pytest.fixture(scope="session")
+def opensearch_url() -> str:
+    """The local OpenSearch node: from PRME_OPENSEARCH_URL, else started (once, under a lock)."""
+    configured = os.environ.get("PRME_OPENSEARCH_URL")
+    if configured:
+        return configured
+    import fcntl
+
+    from localstack import local_aws
+
+    lock_path = local_aws.STATE / "start.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        local_aws.up(with_opensearch=True)
+    url = local_aws.endpoints()["PRME_OPENSEARCH_URL"]
+    os.environ["PRME_OPENSEARCH_URL"] = url
+    return url
