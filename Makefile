@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 UV := $(BIN)/uv
 PYTEST_ARGS ?=
 
-.PHONY: install run test unit lint format bench clean
+.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,8 +34,14 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: install lint  ## lint, then every test suite
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+test: install lint  ## lint, then every test suite with the local AWS up (stopped afterwards)
+	localstack/with_local_aws.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+local-aws-up: install  ## start moto (DynamoDB, SQS) and OpenSearch on loopback; prints exports
+	$(BIN)/python -m localstack.local_aws up
+
+local-aws-down:
+	$(BIN)/python -m localstack.local_aws down
 
 unit: install
 	$(BIN)/python -m pytest tests/unit -q

@@ -96,3 +96,23 @@ def opensearch_url() -> str:
     url = local_aws.endpoints()["PRME_OPENSEARCH_URL"]
     os.environ["PRME_OPENSEARCH_URL"] = url
     return url
+
+
+@pytest.fixture
+def aws_resources(
+    aws_endpoint: str, opensearch_url: str, aws_names: AwsNames
+) -> Iterator[tuple[Any, str, Any, str]]:
+    """A fresh table and index alias on the local AWS: (dynamodb, table, opensearch, alias)."""
+    from prme.backends.aws.bootstrap import ensure_index, ensure_table
+    from prme.backends.aws.opensearch_index import build_opensearch_client
+
+    dynamodb = boto_client("dynamodb", aws_endpoint)
+    ensure_table(dynamodb, aws_names.table)
+    opensearch = build_opensearch_client(opensearch_url, auth="none", region=None)
+    ensure_index(opensearch, aws_names.index_alias, 64)
+    try:
+        yield dynamodb, aws_names.table, opensearch, aws_names.index_alias
+    finally:
+        opensearch.indices.delete(index=f"{aws_names.index_alias}-v*", ignore_unavailable=True)
+        dynamodb.delete_table(TableName=aws_names.table)
+        opensearch.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,13 @@ from prme.engine.service import MemoryEngine
 from prme.model.records import OwnerKey
 from prme.ports import Embedder, Ledger, SearchIndex
 from prme.retrieval.tokens import Cl100kTokenCounter
+from tests.aws_support import (  # noqa: F401 - fixtures shared by every test folder
+    aws_endpoint,
+    aws_names,
+    aws_resources,
+    dynamodb_table,
+    opensearch_url,
+)
 
 ALICE = OwnerKey(tenant_id="t1", owner_id="alice")
 BOB = OwnerKey(tenant_id="t1", owner_id="bob")
@@ -82,12 +90,37 @@ def harness() -> Harness:
     return memory_harness()
 
 
-@pytest.fixture(params=["memory", "embedded"])
+def aws_harness(
+    dynamodb: Any, table: str, opensearch: Any, alias: str, config: EngineConfig | None = None
+) -> Harness:
+    """The AWS adapters against the local AWS; work announcements are recorded, not sent."""
+    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.opensearch_index import OpenSearchIndex
+
+    ledger = DynamoDbLedger(dynamodb, table)
+    index = OpenSearchIndex(opensearch, alias, refresh_on_write=True)
+    queue, clock, embedder = RecordingWorkQueue(), ManualClock(), HashingEmbedder()
+    deps = EngineDeps(
+        ledger=ledger,
+        index=index,
+        queue=queue,
+        embedder=embedder,
+        clock=clock,
+        token_counter=TOKEN_COUNTER,
+        config=config or EngineConfig(),
+    )
+    return Harness(MemoryEngine(deps), ledger, index, queue, clock, embedder)
+
+
+@pytest.fixture(params=["memory", "embedded", "aws"])
 def any_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     if request.param == "memory":
         yield memory_harness()
-    else:
+    elif request.param == "embedded":
         h = embedded_harness(tmp_path / "data")
         yield h
         h.index.close()  # type: ignore[attr-defined]
         h.ledger.close()  # type: ignore[attr-defined]
+    else:
+        resources = request.getfixturevalue("aws_resources")
+        yield aws_harness(*resources)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from prme.composition import open_embedded_from_settings
+from prme.composition import open_backend
 from prme.model.enums import CredentialRole
 from prme.settings import Settings
 
@@ -23,7 +23,9 @@ def is_loopback(host: str) -> bool:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    backend = open_embedded_from_settings(settings, args.data_dir)
+    if args.backend:
+        settings = settings.model_copy(update={"backend": args.backend})
+    backend = open_backend(settings, args.data_dir)
     keyed = backend.credentials.any_active()
     if not is_loopback(args.host) and not keyed:
         print(
@@ -38,14 +40,17 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from prme.http.app import ApiRuntime, create_app
     from prme.http.auth import AuthPolicy
 
-    policy = AuthPolicy(open_tenant=settings.tenant_id if is_loopback(args.host) else None)
+    # Keyless calls are a local convenience of the embedded default, never of the cloud backend.
+    local = is_loopback(args.host) and settings.backend == "embedded"
+    policy = AuthPolicy(open_tenant=settings.tenant_id if local else None)
     app = create_app(
         ApiRuntime(engine=backend.engine, credentials=backend.credentials, auth=policy)
     )
     base = f"http://{args.host}:{args.port}"
-    print(f"PRME serving {args.data_dir or settings.data_dir} at {base}  (docs: {base}/docs)")
-    if keyed:
-        print("API keys exist: send 'Authorization: Bearer <key>' with every request.")
+    where = settings.backend if settings.backend == "aws" else args.data_dir or settings.data_dir
+    print(f"PRME serving {where} at {base}  (docs: {base}/docs)")
+    if keyed or not local:
+        print("Send 'Authorization: Bearer <key>' with every request (prme keys create).")
     else:
         print(
             "No API key exists: loopback callers act as an operator (user_id defaults to 'default')."
@@ -67,7 +72,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
-    backend = open_embedded_from_settings(settings, args.data_dir)
+    backend = open_backend(settings, args.data_dir)
     try:
         service = backend.credentials
         if args.keys_command == "create":
@@ -96,8 +101,28 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         backend.close()
 
 
+def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
+    """Create the AWS resources (table, queues, index); safe to repeat."""
+    from prme.backends.aws.bootstrap import bootstrap
+    from prme.backends.aws.service import build_clients
+    from prme.composition import build_embedder
+
+    clients = build_clients(settings)
+    bootstrap(
+        dynamodb=clients.dynamodb,
+        sqs=clients.sqs,
+        opensearch=clients.opensearch,
+        table_name=settings.table_name,
+        queue_prefix=settings.queue_prefix,
+        index_alias=settings.opensearch_index_alias,
+        dimension=build_embedder(settings).model.dimension,
+        say=print,
+    )
+    return 0
+
+
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
-    backend = open_embedded_from_settings(settings, args.data_dir)
+    backend = open_backend(settings, args.data_dir)
     try:
         report = backend.engine.process_pending(None, budget_ms=args.budget_ms)
         print(f"processed={report.processed} pending={report.pending} failed={report.failed}")
@@ -116,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--backend", choices=["embedded", "aws"], default=None, help="PRME_BACKEND")
 
     keys = sub.add_parser("keys", help="manage API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
@@ -127,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key")
     revoke.add_argument("key_id")
 
+    sub.add_parser("bootstrap", help="create the AWS table, queues and index (idempotent)")
+
     worker = sub.add_parser("worker", help="run one pass over pending work")
     worker.add_argument("--budget-ms", type=int, default=None)
     return parser
@@ -135,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings()
-    handlers = {"serve": _serve, "keys": _keys, "worker": _worker}
+    handlers = {"serve": _serve, "keys": _keys, "worker": _worker, "bootstrap": _bootstrap}
     return handlers[args.command](args, settings)
 
 

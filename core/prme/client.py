@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from prme.composition import open_embedded_from_settings
+from prme.composition import open_backend
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
@@ -54,7 +54,8 @@ class MemoryClient:
 
     def __init__(self, path: str | Path = "./memory", *, settings: Settings | None = None) -> None:
         self._settings = settings or Settings()
-        self._backend = open_embedded_from_settings(self._settings, Path(path))
+        # The embedded default uses `path`; PRME_BACKEND=aws talks to the configured AWS instead.
+        self._backend = open_backend(self._settings, Path(path))
         self._engine = self._backend.engine
         self._principal = Principal.operator(
             self._settings.tenant_id, default_owner_id=DEFAULT_USER_ID

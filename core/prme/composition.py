@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
+from prme.engine.credentials import CredentialService
+from prme.engine.service import MemoryEngine
 from prme.ports import Embedder
 from prme.settings import Settings
+
+
+class Backend(Protocol):
+    """What every composed backend offers its edge."""
+
+    @property
+    def engine(self) -> MemoryEngine: ...
+
+    @property
+    def credentials(self) -> CredentialService: ...
+
+    def close(self) -> None: ...
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -28,3 +43,12 @@ def open_embedded_from_settings(
         config=settings.engine_config(),
         synchronous=settings.sqlite_synchronous,
     )
+
+
+def open_backend(settings: Settings, data_dir: Path | None = None) -> Backend:
+    """The backend the settings name: embedded (default) or aws."""
+    if settings.backend == "aws":
+        from prme.backends.aws.service import open_aws
+
+        return open_aws(settings, embedder=build_embedder(settings))
+    return open_embedded_from_settings(settings, data_dir)

@@ -18,7 +18,7 @@ from prme.engine.credentials import CredentialService
 from prme.http.app import ApiRuntime, create_app
 from prme.http.auth import AuthPolicy
 from prme.model.enums import CredentialRole
-from tests.conftest import TOKEN_COUNTER
+from tests.conftest import TOKEN_COUNTER, aws_harness
 
 TENANT = "acme"
 
@@ -37,15 +37,21 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[Api]:
-    backend = open_embedded(
-        tmp_path / "data",
-        embedder=HashingEmbedder(),
-        clock=ManualClock(),
-        token_counter=TOKEN_COUNTER,
-    )
-    creds = backend.credentials
+@pytest.fixture(params=["embedded", "aws"])
+def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    if request.param == "embedded":
+        backend = open_embedded(
+            tmp_path / "data",
+            embedder=HashingEmbedder(),
+            clock=ManualClock(),
+            token_counter=TOKEN_COUNTER,
+        )
+        engine, creds, close = backend.engine, backend.credentials, backend.close
+    else:
+        h = aws_harness(*request.getfixturevalue("aws_resources"))
+        engine = h.engine
+        creds = CredentialService(h.ledger, h.clock)  # type: ignore[arg-type]
+        close = None
     keys = {
         "alice": creds.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER).secret,
         "bob": creds.create(tenant_id=TENANT, owner_id="bob", role=CredentialRole.OWNER).secret,
@@ -56,7 +62,7 @@ def api(tmp_path: Path) -> Iterator[Api]:
             tenant_id="globex", owner_id="alice", role=CredentialRole.OWNER
         ).secret,
     }
-    app = create_app(ApiRuntime(engine=backend.engine, credentials=creds, auth=AuthPolicy()))
+    app = create_app(ApiRuntime(engine=engine, credentials=creds, auth=AuthPolicy()))
     with TestClient(app) as client:
         yield Api(
             client,
@@ -66,7 +72,8 @@ def api(tmp_path: Path) -> Iterator[Api]:
             bearer(keys["operator"]),
             bearer(keys["other"]),
         )
-    backend.close()
+    if close is not None:
+        close()
 
 
 def store(api: Api, headers: dict[str, str], **body: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
+from prme.errors import NotFoundError
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput
 from prme.model.records import OwnerKey
@@ -61,24 +62,46 @@ def test_kill_9_loses_no_acknowledged_store(tmp_path: Path, run_for: float) -> N
         backend.close()
 
 
-@pytest.mark.slow
-def test_crash_between_commit_and_index_is_finished_on_reopen(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
+def _run_writer(data_dir: Path, **env: str) -> str:
     proc = subprocess.run(
         [*WRITER, str(data_dir)],
         capture_output=True,
         text=True,
-        env=_env(PRME_TEST_CRASH_AFTER_COMMIT="1"),
+        env=_env(**env),
         cwd=ROOT,
         timeout=60,
         check=False,
     )
     assert proc.returncode == 137, proc.stderr
-    event_id = proc.stdout.split()[1]
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_crash_between_index_write_and_commit_leaves_nothing_visible(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    out = _run_writer(data_dir, PRME_TEST_CRASH_BEFORE_COMMIT="1")
+    event_id = out.split()[1]
     backend = _reopen(data_dir)
     try:
-        status, _ = backend.engine.get_processing_status(ALICE, event_id)
-        assert status is ProcessingStatus.COMPLETED
+        # Never acknowledged, never committed: the orphan index document must not surface.
+        with pytest.raises(NotFoundError):
+            backend.engine.get_event(ALICE, event_id)
+        assert backend.engine.retrieve(ALICE, RetrieveInput(query="pelicans")).results == []
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+def test_pending_work_of_a_killed_process_is_finished_on_reopen(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    out = _run_writer(data_dir, PRME_TEST_INDEX_DOWN="1")
+    _, event_id, status = out.split()
+    assert status == "pending"
+    backend = _reopen(data_dir)
+    try:
+        assert (
+            backend.engine.get_processing_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED
+        )
         hits = backend.engine.retrieve(ALICE, RetrieveInput(query="pelicans")).results
         assert [h.evidence_refs for h in hits] == [[event_id]]
     finally:

@@ -57,26 +57,33 @@ def index_document(node: MemoryNode, vector: Sequence[float], model_key: str) ->
     )
 
 
+def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
+    """Embed and index nodes; the failure category when a dependency is down, else None."""
+    if not nodes:
+        return None
+    try:
+        vectors = deps.embedder.embed([node.content for node in nodes])
+        model_key = deps.embedder.model.key
+        deps.index.upsert(
+            [
+                index_document(node, vector, model_key)
+                for node, vector in zip(nodes, vectors, strict=True)
+            ]
+        )
+    except EmbeddingUnavailableError:
+        return "embedding_unavailable"
+    except IndexUnavailableError:
+        return "index_unavailable"
+    return None
+
+
 def materialize_nodes(
     deps: EngineDeps, work: Sequence[tuple[WorkItem, MemoryNode]]
 ) -> MaterializeOutcome:
     """Embed and index a batch; on a dependency failure every item stays pending."""
     if not work:
         return MaterializeOutcome(0, 0, 0)
-    reason: str | None = None
-    try:
-        vectors = deps.embedder.embed([node.content for _, node in work])
-        model_key = deps.embedder.model.key
-        deps.index.upsert(
-            [
-                index_document(node, vector, model_key)
-                for (_, node), vector in zip(work, vectors, strict=True)
-            ]
-        )
-    except EmbeddingUnavailableError:
-        reason = "embedding_unavailable"
-    except IndexUnavailableError:
-        reason = "index_unavailable"
+    reason = index_nodes(deps, [node for _, node in work])
     now = deps.clock.now()
     failed = 0
     for item, _ in work:

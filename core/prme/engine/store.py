@@ -10,11 +10,11 @@ from typing import Any
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record, request_digest
 from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
-from prme.engine.materialize import materialize_nodes
+from prme.engine.materialize import index_nodes
 from prme.engine.reads import summarize_work
 from prme.errors import ConflictError, PrmeError
 from prme.model.canonical import sha256_text
-from prme.model.enums import LifecycleState, ProcessingStatus, Scope, WorkKind
+from prme.model.enums import LifecycleState, ProcessingStatus, Scope, WorkKind, WorkStatus
 from prme.model.inputs import StoreInput
 from prme.model.records import (
     SPEAKER_METADATA_KEY,
@@ -157,6 +157,18 @@ def store_memory(
         request,
         idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
     )
+    # Index first, then commit everything in one ledger write whose work item already says
+    # whether indexing happened. A crash or failed commit in between leaves only an index
+    # document without a node, which retrieval drops because it reads nodes from the ledger.
+    failure = index_nodes(deps, [commit.node])
+    if failure is None:
+        commit = commit.model_copy(
+            update={"work": commit.work.model_copy(update={"status": WorkStatus.DONE})}
+        )
+    else:
+        commit = commit.model_copy(
+            update={"work": commit.work.model_copy(update={"attempts": 1, "last_error": failure})}
+        )
     try:
         deps.ledger.commit_store(commit)
     except ConflictError:
@@ -167,9 +179,8 @@ def store_memory(
         if saved is None:
             raise
         return _replayed(deps, owner, check_replay(saved, digest))
-    # Acknowledged from here on: what follows is derived work that may be redone.
-    outcome = materialize_nodes(deps, [(commit.work, commit.node)])
-    if outcome.processed:
+    # Acknowledged from here on.
+    if failure is None:
         status = ProcessingStatus.COMPLETED
     else:
         status = ProcessingStatus.PENDING

@@ -1,0 +1,572 @@
+"""`DynamoDbLedger`: the ledger and the API keys in one DynamoDB table (single-table design).
+
+Each port call is one request or one TransactWriteItems; throttling is retried inside the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from prme.backends.aws import resources
+from prme.errors import (
+    ConflictError,
+    PayloadTooLargeError,
+    RetryableStorageError,
+    StorageUnavailableError,
+)
+from prme.model.enums import WorkStatus
+from prme.model.records import (
+    Credential,
+    Event,
+    IdempotencyRecord,
+    JournalRecord,
+    MemoryNode,
+    OwnerKey,
+    StoreCommit,
+    WorkItem,
+)
+
+# Low-level client items: attribute name -> {"S": ...} / {"N": ...}.
+Item = dict[str, dict[str, str]]
+
+PK, SK = resources.PARTITION_KEY, resources.SORT_KEY
+_BATCH_GET_KEYS = 100  # BatchGetItem's limit per request
+_THROTTLE_CODES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
+_RETRYABLE_TXN_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+_PENDING_ATTRIBUTES = (
+    resources.OWNER_PENDING_PK,
+    resources.OWNER_PENDING_SK,
+    resources.PENDING_PK,
+    resources.PENDING_SK,
+)
+_NOT_EXISTS = f"attribute_not_exists({PK})"
+_EXISTS = f"attribute_exists({PK})"
+
+
+class _Failure(Enum):
+    CONFLICT = "conflict"
+    THROTTLED = "throttled"
+    OTHER = "other"
+
+
+def _part(value: str) -> str:
+    """Escape `#` (and the escape itself) so composed keys stay unambiguous for any id."""
+    return value.replace("%", "%25").replace("#", "%23")
+
+
+def _owner_pk(tenant_id: str, owner_id: str) -> str:
+    return f"T#{_part(tenant_id)}#O#{_part(owner_id)}"
+
+
+def _pk_of(owner: OwnerKey) -> str:
+    return _owner_pk(owner.tenant_id, owner.owner_id)
+
+
+def _sortable(moment: datetime) -> str:
+    # Fixed width and UTC, so string order is time order whatever offset the caller used.
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _shard(work_id: str) -> int:
+    # Python's hash() is salted per process; the shard must be the same in every process.
+    digest = hashlib.sha256(work_id.encode()).digest()
+    return int.from_bytes(digest[:4], "big") % resources.PENDING_SHARDS
+
+
+def _key(pk: str, sk: str) -> Item:
+    return {PK: {"S": pk}, SK: {"S": sk}}
+
+
+def _idempotency_sk(operation: str, key: str) -> str:
+    return f"IDEMP#{_part(operation)}#{_part(key)}"
+
+
+def _item_size(item: Item) -> int:
+    """DynamoDB's item size: attribute names plus values in UTF-8 (numbers counted as text)."""
+    total = 0
+    for name, value in item.items():
+        total += len(name.encode())
+        total += sum(len(v.encode()) for v in value.values())
+    return total
+
+
+def _body(item: dict[str, Any]) -> str:
+    body: str = item["body"]["S"]
+    return body
+
+
+def _failure_of(exc: ClientError) -> _Failure:
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    if code == "ConditionalCheckFailedException":
+        return _Failure.CONFLICT
+    if code in _THROTTLE_CODES:
+        return _Failure.THROTTLED
+    if code == "TransactionCanceledException":
+        reasons = {r.get("Code", "") for r in exc.response.get("CancellationReasons", [])}
+        # A failed condition is final even when another action was throttled.
+        if "ConditionalCheckFailed" in reasons:
+            return _Failure.CONFLICT
+        if reasons & _RETRYABLE_TXN_REASONS:
+            return _Failure.THROTTLED
+    return _Failure.OTHER
+
+
+class DynamoDbLedger:
+    """Implements the `Ledger` and `CredentialStore` ports on one table.
+
+    Pending work is listed through sparse GSIs; GSI reads are eventually consistent on
+    AWS, so a just-committed item may be missing from, or a just-finished one still
+    present in, `list_pending_work` / `count_pending_work` for a moment. No re-read is
+    done: a stale entry at worst indexes a node again (an idempotent upsert), and a
+    missing one is found by the next pass or sweep. moto's GSIs are immediately
+    consistent, so the tests cannot show this lag.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        *,
+        max_attempts: int = 5,
+        base_delay_s: float = 0.05,
+        max_delay_s: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        node_ttl_grace: timedelta | None = None,
+    ) -> None:
+        """`node_ttl_grace`: when set, DynamoDB TTL deletes an expiring node that long after
+        its `expires_at`; by default expired nodes stay, as in the embedded ledger."""
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self._client = client
+        self._table = table_name
+        self._max_attempts = max_attempts
+        self._base_delay_s = base_delay_s
+        self._max_delay_s = max_delay_s
+        self._sleep = sleep
+        self._jitter = jitter
+        self._node_ttl_grace = node_ttl_grace
+
+    # -- request plumbing ---------------------------------------------------------------
+
+    def _backoff(self, attempt: int) -> None:
+        ceiling = min(self._max_delay_s, self._base_delay_s * 2 ** (attempt - 1))
+        # Equal jitter: never zero (so retries really wait) yet spread across callers.
+        self._sleep(ceiling / 2 + self._jitter() * ceiling / 2)
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        method: Callable[..., dict[str, Any]] = getattr(self._client, operation)
+        attempt = 1
+        while True:
+            try:
+                return method(**kwargs)
+            except ClientError as exc:
+                failure = _failure_of(exc)
+                if failure is _Failure.CONFLICT:
+                    raise ConflictError("record already exists") from exc
+                if failure is _Failure.OTHER:
+                    raise StorageUnavailableError() from exc
+                if attempt >= self._max_attempts:
+                    raise RetryableStorageError() from exc
+            except BotoCoreError as exc:
+                # Connection, timeout and credential errors: the client already retried.
+                raise StorageUnavailableError() from exc
+            self._backoff(attempt)
+            attempt += 1
+
+    def _pages(self, operation: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self._call(operation, TableName=self._table, **kwargs)
+            yield page
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return
+            kwargs["ExclusiveStartKey"] = last
+
+    def _query_items(self, limit: int | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        if limit is not None:
+            kwargs["Limit"] = limit
+        for page in self._pages("query", **kwargs):
+            items.extend(page.get("Items", []))
+            if limit is not None and len(items) >= limit:
+                return items[:limit]
+        return items
+
+    def _query_prefix(self, pk: str, prefix: str) -> list[dict[str, Any]]:
+        return self._query_items(
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": prefix}},
+            ConsistentRead=True,
+        )
+
+    def _get(self, key: Item) -> dict[str, Any] | None:
+        response = self._call("get_item", TableName=self._table, Key=key, ConsistentRead=True)
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def _batch_get(self, keys: Sequence[Item]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), _BATCH_GET_KEYS):
+            request: dict[str, Any] = {
+                self._table: {
+                    "Keys": list(keys[start : start + _BATCH_GET_KEYS]),
+                    "ConsistentRead": True,
+                }
+            }
+            stalled = 0
+            while request:
+                response = self._call("batch_get_item", RequestItems=request)
+                got = response.get("Responses", {}).get(self._table, [])
+                found.extend(got)
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                # Unprocessed keys mean throttling or the 16 MB cap: back off, give up
+                # only when several rounds in a row make no progress.
+                stalled = 0 if got else stalled + 1
+                if stalled >= self._max_attempts:
+                    raise RetryableStorageError()
+                self._backoff(stalled + 1)
+        return found
+
+    def _check_size(self, item: Item) -> int:
+        size = _item_size(item)
+        if size > resources.MAX_ITEM_BYTES:
+            raise PayloadTooLargeError()
+        return size
+
+    def _transact(self, actions: Sequence[tuple[str, Item, dict[str, Any]]]) -> None:
+        """One TransactWriteItems of (action, item, extra arguments); sizes checked first."""
+        if len(actions) > resources.MAX_TRANSACTION_ITEMS:
+            raise PayloadTooLargeError("too many records for one transaction")
+        total = sum(self._check_size(item) for _, item, _ in actions)
+        if total > resources.MAX_TRANSACTION_BYTES:
+            raise PayloadTooLargeError()
+        transact_items: list[dict[str, Any]] = []
+        for action, item, extra in actions:
+            if action == "Put":
+                body: dict[str, Any] = {"TableName": self._table, "Item": item, **extra}
+            else:
+                body = {"TableName": self._table, **extra}
+            transact_items.append({action: body})
+        self._call("transact_write_items", TransactItems=transact_items)
+
+    def _put_new(self, item: Item) -> tuple[str, Item, dict[str, Any]]:
+        return ("Put", item, {"ConditionExpression": _NOT_EXISTS})
+
+    # -- item mapping -------------------------------------------------------------------
+
+    def _event_item(self, e: Event) -> Item:
+        return {
+            **_key(_owner_pk(e.tenant_id, e.owner_id), f"EVENT#{_part(e.id)}"),
+            "kind": {"S": "event"},
+            "body": {"S": e.model_dump_json()},
+        }
+
+    def _node_items(self, n: MemoryNode) -> list[Item]:
+        pk = _owner_pk(n.tenant_id, n.owner_id)
+        node: Item = {
+            **_key(pk, f"NODE#{_part(n.id)}"),
+            "kind": {"S": "node"},
+            "body": {"S": n.model_dump_json()},
+        }
+        if self._node_ttl_grace is not None and n.expires_at is not None:
+            expiry = int((n.expires_at + self._node_ttl_grace).timestamp())
+            node[resources.TTL_ATTRIBUTE] = {"N": str(expiry)}
+        links: list[Item] = [
+            {
+                **_key(pk, f"EVNODE#{_part(event_id)}#{_part(n.id)}"),
+                "kind": {"S": "event_node"},
+                "event_id": {"S": event_id},
+                "node_id": {"S": n.id},
+                "created_at": {"S": _sortable(n.created_at)},
+            }
+            # A repeated evidence ref would put one item twice in a transaction.
+            for event_id in dict.fromkeys(n.evidence_refs)
+        ]
+        return [node, *links]
+
+    def _journal_item(self, j: JournalRecord) -> Item:
+        return {
+            **_key(_owner_pk(j.tenant_id, j.owner_id), f"JOURNAL#{_part(j.id)}"),
+            "kind": {"S": "journal"},
+            "body": {"S": j.model_dump_json()},
+        }
+
+    def _idempotency_item(self, i: IdempotencyRecord) -> Item:
+        return {
+            **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.operation, i.key)),
+            "kind": {"S": "idempotency"},
+            "body": {"S": i.model_dump_json()},
+            # DynamoDB may delete the record once expired; until then it still replays.
+            resources.TTL_ATTRIBUTE: {"N": str(int(i.expires_at.timestamp()))},
+        }
+
+    def _work_item(self, w: WorkItem) -> Item:
+        pk = _owner_pk(w.tenant_id, w.owner_id)
+        item: Item = {
+            **_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}"),
+            "kind": {"S": "work"},
+            "status": {"S": w.status.value},
+            "body": {"S": w.model_dump_json()},
+        }
+        if w.status is WorkStatus.PENDING:
+            order = f"{_sortable(w.created_at)}#{w.id}"
+            item[resources.OWNER_PENDING_PK] = {"S": pk}
+            item[resources.OWNER_PENDING_SK] = {"S": order}
+            item[resources.PENDING_PK] = {"S": f"PENDING#{_shard(w.id)}"}
+            item[resources.PENDING_SK] = {"S": order}
+        return item
+
+    # -- Ledger -------------------------------------------------------------------------
+
+    def commit_store(self, commit: StoreCommit) -> None:
+        items = [
+            self._event_item(commit.event),
+            *self._node_items(commit.node),
+            self._journal_item(commit.journal),
+            self._work_item(commit.work),
+        ]
+        if commit.idempotency is not None:
+            items.append(self._idempotency_item(commit.idempotency))
+        # Every put is conditional: events are immutable and no record is ever replaced.
+        self._transact([self._put_new(item) for item in items])
+
+    def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
+        item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
+        return None if item is None else Event.model_validate_json(_body(item))
+
+    def get_idempotency(
+        self, owner: OwnerKey, operation: str, key: str
+    ) -> IdempotencyRecord | None:
+        item = self._get(_key(_pk_of(owner), _idempotency_sk(operation, key)))
+        return None if item is None else IdempotencyRecord.model_validate_json(_body(item))
+
+    def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
+        item = self._get(_key(_pk_of(owner), f"NODE#{_part(node_id)}"))
+        return None if item is None else MemoryNode.model_validate_json(_body(item))
+
+    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
+        pk = _pk_of(owner)
+        keys = [_key(pk, f"NODE#{_part(nid)}") for nid in dict.fromkeys(node_ids)]
+        nodes = (MemoryNode.model_validate_json(_body(item)) for item in self._batch_get(keys))
+        return {node.id: node for node in nodes}
+
+    def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
+        links = self._query_prefix(_pk_of(owner), f"EVNODE#{_part(event_id)}#")
+        nodes = self.get_nodes(owner, [link["node_id"]["S"] for link in links])
+        return sorted(nodes.values(), key=lambda n: (n.created_at, n.id))
+
+    def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]:
+        items = self._query_prefix(_pk_of(owner), f"WORK#{_part(event_id)}#")
+        work = [WorkItem.model_validate_json(_body(item)) for item in items]
+        return sorted(work, key=lambda w: (w.created_at, w.id))
+
+    def _pending_query(self, index: str, pk_name: str, pk_value: str) -> dict[str, Any]:
+        return {
+            "IndexName": index,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": pk_name},
+            "ExpressionAttributeValues": {":pk": {"S": pk_value}},
+        }
+
+    def _pending_queries(self, owner: OwnerKey | None) -> list[dict[str, Any]]:
+        if owner is not None:
+            return [
+                self._pending_query(
+                    resources.OWNER_PENDING_INDEX, resources.OWNER_PENDING_PK, _pk_of(owner)
+                )
+            ]
+        return [
+            self._pending_query(resources.PENDING_INDEX, resources.PENDING_PK, f"PENDING#{shard}")
+            for shard in range(resources.PENDING_SHARDS)
+        ]
+
+    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+        if limit <= 0:
+            return []
+        sort_name = resources.PENDING_SK if owner is None else resources.OWNER_PENDING_SK
+        # Each shard is read oldest first up to `limit`; merging the sorted runs gives
+        # the oldest `limit` overall.
+        runs = [self._query_items(limit=limit, **query) for query in self._pending_queries(owner)]
+        merged = heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"]))
+        work = (WorkItem.model_validate_json(_body(item)) for item in merged)
+        # The index copy and its body come from the same item version; this only drops an
+        # entry that a racing writer left behind.
+        return [w for w in work if w.status is WorkStatus.PENDING][:limit]
+
+    def count_pending_work(self, owner: OwnerKey | None) -> int:
+        return sum(
+            int(page.get("Count", 0))
+            for query in self._pending_queries(owner)
+            for page in self._pages("query", Select="COUNT", **query)
+        )
+
+    def save_work(self, item: WorkItem) -> None:
+        stored = self._work_item(item)
+        self._check_size(stored)
+        values = {k: v for k, v in stored.items() if k not in (PK, SK)}
+        names = {f"#a{i}": name for i, name in enumerate(values)}
+        update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
+        attribute_values = {f":a{i}": value for i, value in enumerate(values.values())}
+        removed = [name for name in _PENDING_ATTRIBUTES if name not in values]
+        if removed:
+            # Leaving PENDING takes the item out of both sparse indexes.
+            names.update({f"#r{i}": name for i, name in enumerate(removed)})
+            update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
+        names["#pk"] = PK
+        try:
+            self._call(
+                "update_item",
+                TableName=self._table,
+                Key={PK: stored[PK], SK: stored[SK]},
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=attribute_values,
+            )
+        except ConflictError:
+            # Unknown work item: like the embedded ledger's UPDATE, nothing is written
+            # (an unconditional update would create a work item nobody committed).
+            return
+
+    def append_journal(self, record: JournalRecord) -> None:
+        item = self._journal_item(record)
+        self._check_size(item)
+        self._call("put_item", TableName=self._table, Item=item, ConditionExpression=_NOT_EXISTS)
+
+    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+        item = self._get(_key(_pk_of(owner), f"JOURNAL#{_part(record_id)}"))
+        return None if item is None else JournalRecord.model_validate_json(_body(item))
+
+    # -- CredentialStore ----------------------------------------------------------------
+
+    @staticmethod
+    def _hash_key(key_hash: str) -> Item:
+        return _key(f"KEYHASH#{_part(key_hash)}", "KEY")
+
+    @staticmethod
+    def _tenant_key(tenant_id: str, key_id: str) -> Item:
+        return _key(f"TENANT#{_part(tenant_id)}#KEYS", f"KEY#{_part(key_id)}")
+
+    @staticmethod
+    def _id_key(key_id: str) -> Item:
+        return _key(f"KEYID#{_part(key_id)}", "KEY")
+
+    def put_credential(self, credential: Credential) -> None:
+        body = {"S": credential.model_dump_json()}
+        by_hash: Item = {
+            **self._hash_key(credential.key_hash),
+            "kind": {"S": "credential"},
+            "body": body,
+        }
+        by_tenant: Item = {
+            **self._tenant_key(credential.tenant_id, credential.key_id),
+            "kind": {"S": "credential_ref"},
+            "body": body,
+        }
+        by_id: Item = {
+            **self._id_key(credential.key_id),
+            "kind": {"S": "credential_id"},
+            "key_hash": {"S": credential.key_hash},
+            "tenant_id": {"S": credential.tenant_id},
+        }
+        try:
+            self._transact([self._put_new(i) for i in (by_hash, by_tenant, by_id)])
+        except ConflictError as exc:
+            raise ConflictError("API key already exists") from exc
+
+    def find_credential(self, key_hash: str) -> Credential | None:
+        item = self._get(self._hash_key(key_hash))
+        return None if item is None else Credential.model_validate_json(_body(item))
+
+    def list_credentials(self, tenant_id: str | None) -> list[Credential]:
+        if tenant_id is None:
+            # Operator listing across tenants: rare, so a filtered Scan beats another GSI.
+            items = [
+                item
+                for page in self._pages(
+                    "scan",
+                    FilterExpression="#kind = :kind",
+                    ExpressionAttributeNames={"#kind": "kind"},
+                    ExpressionAttributeValues={":kind": {"S": "credential_ref"}},
+                    ConsistentRead=True,
+                )
+                for item in page.get("Items", [])
+            ]
+        else:
+            items = self._query_prefix(f"TENANT#{_part(tenant_id)}#KEYS", "KEY#")
+        credentials = [Credential.model_validate_json(_body(item)) for item in items]
+        return sorted(credentials, key=lambda c: (c.created_at, c.key_id))
+
+    def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
+        ref = self._get(self._id_key(key_id))
+        if ref is None:
+            return None
+        hash_key = self._hash_key(ref["key_hash"]["S"])
+        tenant_key = self._tenant_key(ref["tenant_id"]["S"], key_id)
+        for _ in range(self._max_attempts):
+            item = self._get(hash_key)
+            if item is None:
+                # The three items are written in one transaction; one missing is corruption.
+                raise StorageUnavailableError("credential records are inconsistent")
+            current = Credential.model_validate_json(_body(item))
+            if current.revoked_at is not None:
+                return current
+            revoked = current.model_copy(update={"revoked_at": at})
+            new_body = {"S": revoked.model_dump_json()}
+            stored_hash = {**hash_key, "kind": item["kind"], "body": new_body}
+            stored_ref = {**tenant_key, "kind": {"S": "credential_ref"}, "body": new_body}
+            update = {
+                "UpdateExpression": "SET #body = :new",
+                "ExpressionAttributeNames": {"#body": "body"},
+            }
+            try:
+                self._transact(
+                    [
+                        (
+                            "Update",
+                            stored_hash,
+                            {
+                                **update,
+                                "Key": hash_key,
+                                # Optimistic: a concurrent revoke wins and its time is kept.
+                                "ConditionExpression": "#body = :old",
+                                "ExpressionAttributeValues": {
+                                    ":new": new_body,
+                                    ":old": item["body"],
+                                },
+                            },
+                        ),
+                        (
+                            "Update",
+                            stored_ref,
+                            {
+                                **update,
+                                "Key": tenant_key,
+                                "ConditionExpression": _EXISTS,
+                                "ExpressionAttributeValues": {":new": new_body},
+                            },
+                        ),
+                    ]
+                )
+            except ConflictError:
+                continue
+            return revoked
+        raise RetryableStorageError()

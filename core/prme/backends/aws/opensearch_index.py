@@ -1,0 +1,334 @@
+"""`OpenSearchIndex`: the `SearchIndex` port on OpenSearch (Lucene k-NN plus BM25), one `_msearch` per search.
+
+Also builds the opensearch-py client for a local node (plain HTTP) or Amazon OpenSearch (SigV4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import numpy as np
+from opensearchpy.exceptions import OpenSearchException
+
+from prme.backends.aws.resources import VECTOR_FIELD
+from prme.errors import IndexUnavailableError
+from prme.model.records import OwnerKey
+from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+# Bucket key for vectors stored without a model name: such vectors never match a query's model.
+_NO_MODEL = "__prme_no_model__"
+# Two buckets suffice to see a second model; a few more make the response easier to debug.
+_MODEL_BUCKETS = 5
+
+Query = dict[str, Any]
+
+
+def _millis(value: datetime) -> int:
+    """Epoch milliseconds, truncated: the index stores dates at millisecond precision."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return (value - _EPOCH) // _MILLISECOND
+
+
+def document_id(tenant_id: str, owner_id: str, node_id: str) -> str:
+    return f"{tenant_id}:{owner_id}:{node_id}"
+
+
+def to_source(doc: IndexDocument) -> dict[str, Any]:
+    """The stored form of a document; absent optional fields are omitted, not null."""
+    source: dict[str, Any] = {
+        "tenant_id": doc.tenant_id,
+        "owner_id": doc.owner_id,
+        "node_id": doc.node_id,
+        "text": doc.text,
+        "node_type": doc.node_type.value,
+        "source_type": doc.source_type.value,
+        "epistemic_type": doc.epistemic_type.value,
+        "lifecycle_state": doc.lifecycle_state.value,
+        "scope": doc.scope.value,
+        "created_at": _millis(doc.created_at),
+        "effective_time": _millis(doc.event_time or doc.created_at),
+    }
+    if doc.vector is not None:
+        source[VECTOR_FIELD] = list(doc.vector)
+    if doc.embedding_model is not None:
+        source["embedding_model"] = doc.embedding_model
+    if doc.session_id is not None:
+        source["session_id"] = doc.session_id
+    if doc.event_time is not None:
+        source["event_time"] = _millis(doc.event_time)
+    if doc.expires_at is not None:
+        source["expires_at"] = _millis(doc.expires_at)
+    return source
+
+
+def owner_clauses(owner: OwnerKey) -> list[Query]:
+    # Routing only picks the shard; these terms are what keeps tenants and owners apart.
+    return [{"term": {"tenant_id": owner.tenant_id}}, {"term": {"owner_id": owner.owner_id}}]
+
+
+def filter_query(owner: OwnerKey, flt: IndexFilter, *extra: Query) -> Query:
+    """A bool filter equivalent to `IndexFilter.matches`, on top of the owner's terms."""
+    must: list[Query] = [*owner_clauses(owner), *extra]
+    must_not: list[Query] = []
+
+    def allow(field: str, values: set[str] | None) -> None:
+        if values is None:
+            return
+        # An empty allow-list means "nothing qualifies"; say so rather than rely on `terms: []`.
+        must.append({"terms": {field: sorted(values)}} if values else {"match_none": {}})
+
+    def exclude(field: str, values: set[str]) -> None:
+        if values:
+            must_not.append({"terms": {field: sorted(values)}})
+
+    exclude("node_type", {t.value for t in flt.exclude_node_types})
+    allow("source_type", None if flt.source_types is None else {t.value for t in flt.source_types})
+    exclude("lifecycle_state", {s.value for s in flt.exclude_lifecycle_states})
+    exclude("epistemic_type", {t.value for t in flt.exclude_epistemic_types})
+    allow("scope", None if flt.scopes is None else {s.value for s in flt.scopes})
+    if flt.not_expired_at is not None:
+        must.append(
+            {
+                "bool": {
+                    "should": [
+                        {"bool": {"must_not": [{"exists": {"field": "expires_at"}}]}},
+                        {"range": {"expires_at": {"gt": _millis(flt.not_expired_at)}}},
+                    ],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
+    if flt.event_time_from is not None or flt.event_time_to is not None:
+        # A range already skips missing values; the exists clause keeps that rule explicit.
+        must.append({"exists": {"field": "event_time"}})
+        must.append({"range": {"event_time": _bounds(flt.event_time_from, flt.event_time_to)}})
+    if flt.time_from is not None or flt.time_to is not None:
+        must.append({"range": {"effective_time": _bounds(flt.time_from, flt.time_to)}})
+    query: Query = {"filter": must}
+    if must_not:
+        query["must_not"] = must_not
+    return {"bool": query}
+
+
+def _bounds(low: datetime | None, high: datetime | None) -> dict[str, int]:
+    bounds: dict[str, int] = {}
+    if low is not None:
+        bounds["gte"] = _millis(low)
+    if high is not None:
+        bounds["lte"] = _millis(high)
+    return bounds
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        return None
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else None
+
+
+class OpenSearchIndex:
+    """Implements the `SearchIndex` port on an OpenSearch alias created by `ensure_index`."""
+
+    def __init__(self, client: Any, alias: str, *, refresh_on_write: bool = False) -> None:
+        self._client = client
+        self._alias = alias
+        self._refresh = "true" if refresh_on_write else "false"
+
+    # -- writes ------------------------------------------------------------------------
+
+    def upsert(self, documents: Sequence[IndexDocument]) -> None:
+        if not documents:
+            return
+        body: list[dict[str, Any]] = []
+        for doc in documents:
+            action = {
+                "_index": self._alias,
+                "_id": document_id(doc.tenant_id, doc.owner_id, doc.node_id),
+                "routing": doc.tenant_id,
+            }
+            body.extend(({"index": action}, to_source(doc)))
+        try:
+            response = self._client.bulk(body=body, refresh=self._refresh)
+        except OpenSearchException as exc:
+            raise IndexUnavailableError() from exc
+        # Read every item before failing: the caller retries the whole batch, which is safe
+        # because an index op by id simply replaces what an earlier attempt wrote.
+        failed = [
+            item
+            for entry in response.get("items", [])
+            for item in entry.values()
+            if item.get("error") is not None
+        ]
+        if failed or response.get("errors"):
+            raise IndexUnavailableError()
+
+    # -- reads -------------------------------------------------------------------------
+
+    def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
+        header = {"index": self._alias, "routing": owner.tenant_id}
+        body: list[dict[str, Any]] = [header, self._models_request(owner)]
+        run_lexical = query.lexical_k > 0
+        run_vector = query.vector is not None and query.vector_k > 0
+        if run_lexical:
+            body.extend((header, self._lexical_request(owner, query)))
+        if run_vector:
+            body.extend((header, self._vector_request(owner, query)))
+        try:
+            responses: list[Mapping[str, Any]] = self._client.msearch(body=body)["responses"]
+        except (OpenSearchException, KeyError, TypeError) as exc:
+            raise IndexUnavailableError() from exc
+        models_response = responses[0]
+        lexical_response = responses[1] if run_lexical else None
+        vector_response = responses[-1] if run_vector else None
+        if "error" in models_response or (
+            lexical_response is not None and "error" in lexical_response
+        ):
+            raise IndexUnavailableError()
+
+        lexical_hits = lexical_response["hits"]["hits"] if lexical_response else []
+        lexical = [(h["_source"]["node_id"], float(h["_score"])) for h in lexical_hits]
+        failure: str | None = None
+        vector: list[tuple[str, float]] = []
+        if query.vector is None:
+            failure = "no_query_vector"
+        elif self._other_models(models_response, query.embedding_model):
+            failure = "embedding_model_mismatch"
+        elif vector_response is not None and "error" in vector_response:
+            failure = "vector_search_failed"
+        elif vector_response is not None:
+            # Lucene's cosinesimil score is (1 + cosine) / 2; report the cosine itself.
+            vector = sorted(
+                (
+                    (h["_source"]["node_id"], 2.0 * float(h["_score"]) - 1.0)
+                    for h in vector_response["hits"]["hits"]
+                ),
+                key=lambda kv: (-kv[1], kv[0]),
+            )
+        semantic: dict[str, float] = {}
+        if query.vector is not None and failure != "embedding_model_mismatch":
+            semantic.update(vector)
+            for hit in lexical_hits:
+                source = hit["_source"]
+                stored = source.get(VECTOR_FIELD)
+                if source["node_id"] in semantic or stored is None:
+                    continue
+                cosine = _cosine(stored, query.vector)
+                if cosine is not None:
+                    semantic[source["node_id"]] = cosine
+        return IndexHits(
+            vector=tuple(vector), lexical=tuple(lexical), semantic=semantic, vector_failure=failure
+        )
+
+    @staticmethod
+    def _models_request(owner: OwnerKey) -> Query:
+        # Across every vector of the owner, ignoring the request's filters: vectors of another
+        # model anywhere mean the space is being re-embedded and cosines are not comparable.
+        return {
+            "size": 0,
+            "query": {
+                "bool": {"filter": [*owner_clauses(owner), {"exists": {"field": VECTOR_FIELD}}]}
+            },
+            "aggs": {
+                "models": {
+                    "terms": {
+                        "field": "embedding_model",
+                        "size": _MODEL_BUCKETS,
+                        "missing": _NO_MODEL,
+                    }
+                }
+            },
+        }
+
+    @staticmethod
+    def _other_models(response: Mapping[str, Any], model: str | None) -> bool:
+        buckets = response["aggregations"]["models"]["buckets"]
+        keys = {None if b["key"] == _NO_MODEL else b["key"] for b in buckets}
+        return bool(keys - {model})
+
+    @staticmethod
+    def _lexical_request(owner: OwnerKey, query: IndexQuery) -> Query:
+        return {
+            "size": query.lexical_k,
+            "track_scores": True,
+            "query": {
+                "bool": {
+                    "must": [{"match": {"text": {"query": query.text, "operator": "or"}}}],
+                    "filter": [filter_query(owner, query.filters)],
+                }
+            },
+            # Ties in BM25 are common on short texts; the node id makes the order repeatable.
+            "sort": [{"_score": {"order": "desc"}}, {"node_id": {"order": "asc"}}],
+            # The vector comes back so lexical-only hits get a cosine without a second request.
+            "_source": {"includes": ["node_id", VECTOR_FIELD]},
+        }
+
+    @staticmethod
+    def _vector_request(owner: OwnerKey, query: IndexQuery) -> Query:
+        assert query.vector is not None  # noqa: S101 - only called with a query vector
+        model_term: Query = (
+            {"term": {"embedding_model": query.embedding_model}}
+            if query.embedding_model is not None
+            else {"bool": {"must_not": [{"exists": {"field": "embedding_model"}}]}}
+        )
+        return {
+            "size": query.vector_k,
+            "query": {
+                "knn": {
+                    VECTOR_FIELD: {
+                        "vector": list(query.vector),
+                        "k": query.vector_k,
+                        # Inside the knn clause, so Lucene filters while it walks the graph
+                        # instead of cutting down an unfiltered top-k afterwards.
+                        "filter": filter_query(owner, query.filters, model_term),
+                    }
+                }
+            },
+            "_source": {"includes": ["node_id"]},
+        }
+
+
+def build_opensearch_client(
+    url: str,
+    *,
+    auth: Literal["none", "es", "aoss"],
+    region: str | None,
+    timeout_s: float = 10.0,
+    max_retries: int = 2,
+) -> Any:
+    """An opensearch-py client: plain for a local node, SigV4-signed for OpenSearch Service/Serverless.
+
+    No request is made here; credentials come from the default boto3 chain and refresh
+    themselves (Lambda role credentials rotate).
+    """
+    from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnection
+
+    http_auth: Any = None
+    if auth != "none":
+        import boto3
+
+        session = boto3.Session()
+        signing_region = region or session.region_name
+        if not signing_region:
+            raise ValueError("a region is required to sign OpenSearch requests")
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise ValueError("no AWS credentials found to sign OpenSearch requests")
+        http_auth = Urllib3AWSV4SignerAuth(credentials, signing_region, auth)
+    secure = url.lower().startswith("https://")
+    return OpenSearch(
+        hosts=[url],
+        http_auth=http_auth,
+        use_ssl=secure,
+        verify_certs=secure,
+        connection_class=Urllib3HttpConnection,
+        timeout=timeout_s,
+        max_retries=max_retries,
+        # Every request this adapter sends is idempotent (index by id, searches).
+        retry_on_timeout=True,
+    )

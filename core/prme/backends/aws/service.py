@@ -1,0 +1,91 @@
+"""Composition of the AWS backend from settings: boto3 clients, OpenSearch client, engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from prme.engine.config import EngineConfig
+from prme.engine.credentials import CredentialService
+from prme.engine.deps import EngineDeps
+from prme.engine.service import MemoryEngine
+from prme.errors import StorageUnavailableError
+from prme.ports import Clock, Embedder
+from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
+from prme.settings import Settings
+
+
+@dataclass(frozen=True)
+class AwsClients:
+    dynamodb: Any
+    sqs: Any
+    opensearch: Any
+
+
+def build_clients(settings: Settings) -> AwsClients:
+    """One client per service; endpoints come from AWS_ENDPOINT_URL* and PRME_OPENSEARCH_URL."""
+    import boto3
+    from botocore.config import Config
+
+    from prme.backends.aws.opensearch_index import build_opensearch_client
+
+    if not settings.opensearch_url:
+        raise StorageUnavailableError("PRME_OPENSEARCH_URL is not set")
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
+    )
+    session = boto3.session.Session()
+    return AwsClients(
+        dynamodb=session.client("dynamodb", config=config),
+        sqs=session.client("sqs", config=config),
+        opensearch=build_opensearch_client(
+            settings.opensearch_url, auth=settings.opensearch_auth, region=session.region_name
+        ),
+    )
+
+
+@dataclass
+class AwsBackend:
+    engine: MemoryEngine
+    credentials: CredentialService
+    clients: AwsClients
+
+    def close(self) -> None:
+        self.clients.opensearch.close()
+
+
+def open_aws(
+    settings: Settings,
+    *,
+    embedder: Embedder,
+    clients: AwsClients | None = None,
+    clock: Clock | None = None,
+    token_counter: TokenCounter | None = None,
+    config: EngineConfig | None = None,
+    refresh_on_write: bool = False,
+) -> AwsBackend:
+    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.opensearch_index import OpenSearchIndex
+    from prme.backends.aws.resources import queue_specs
+    from prme.backends.aws.sqs_queue import SqsWorkQueue
+    from prme.backends.clock import SystemClock
+
+    clients = clients or build_clients(settings)
+    clock = clock or SystemClock()
+    ledger = DynamoDbLedger(clients.dynamodb, settings.table_name)
+    queue_name = queue_specs(settings.queue_prefix)["materialize"].name
+    queue_url = clients.sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    deps = EngineDeps(
+        ledger=ledger,
+        index=OpenSearchIndex(
+            clients.opensearch, settings.opensearch_index_alias, refresh_on_write=refresh_on_write
+        ),
+        queue=SqsWorkQueue(clients.sqs, queue_url),
+        embedder=embedder,
+        clock=clock,
+        token_counter=token_counter or Cl100kTokenCounter(),
+        config=config or settings.engine_config(),
+    )
+    return AwsBackend(
+        engine=MemoryEngine(deps), credentials=CredentialService(ledger, clock), clients=clients
+    )

@@ -1,0 +1,131 @@
+"""Fault injection on the AWS backend: index outage, lost SQS sends, concurrent idempotent stores."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from prme.backends.aws.bootstrap import ensure_queues
+from prme.backends.aws.sqs_queue import SqsWorkQueue
+from prme.engine.work_refs import WorkRef
+from prme.model.enums import ProcessingStatus
+from prme.model.inputs import RetrieveInput, StoreInput
+from tests.aws_support import AwsNames, boto_client
+from tests.conftest import ALICE, BOB, OTHER_TENANT_ALICE, aws_harness
+from tests.contract.test_backend_contract import SwitchableIndex
+
+
+def engine_with(h: Any, **replacements: Any) -> Any:
+    deps = h.engine.deps
+    return type(h.engine)(type(deps)(**{**deps.__dict__, **replacements}))
+
+
+def test_index_down_during_store_then_completed_by_queued_work(
+    aws_resources: tuple[Any, str, Any, str], aws_endpoint: str, aws_names: AwsNames
+) -> None:
+    h = aws_harness(*aws_resources)
+    sqs = boto_client("sqs", aws_endpoint)
+    url = ensure_queues(sqs, aws_names.queue_prefix)["materialize"]
+    switch = SwitchableIndex(h.index)
+    engine = engine_with(h, index=switch, queue=SqsWorkQueue(sqs, url))
+
+    switch.down = True  # OpenSearch stopped during the store
+    result = engine.store(ALICE, StoreInput(content="written while the index was down"))
+    assert result.processing_status is ProcessingStatus.PENDING
+    assert engine.get_node(ALICE, result.node_id).content == "written while the index was down"
+
+    switch.down = False
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages]
+    assert engine.process_queued(refs).processed == 1
+    assert engine.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.COMPLETED
+    hits = engine.retrieve(ALICE, RetrieveInput(query="index was down")).results
+    assert [r.node_id for r in hits] == [result.node_id]
+
+
+def test_lost_sqs_send_is_recovered_by_the_sweeper(
+    aws_resources: tuple[Any, str, Any, str], aws_endpoint: str, aws_names: AwsNames
+) -> None:
+    h = aws_harness(*aws_resources)
+    sqs = boto_client("sqs", aws_endpoint)
+    url = ensure_queues(sqs, aws_names.queue_prefix)["materialize"]
+    broken_sqs = boto3.client(
+        "sqs",
+        endpoint_url="http://127.0.0.1:9",
+        region_name="us-east-1",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+    )
+    switch = SwitchableIndex(h.index)
+    switch.down = True
+    lossy = engine_with(h, index=switch, queue=SqsWorkQueue(broken_sqs, url))
+    result = lossy.store(ALICE, StoreInput(content="its announcement was lost"))
+    assert result.processing_status is ProcessingStatus.PENDING
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+
+    switch.down = False
+    healthy = engine_with(h, index=switch, queue=SqsWorkQueue(sqs, url))
+    assert healthy.sweep_overdue(overdue_seconds=60) == 0  # not overdue yet
+    h.clock.advance(seconds=61)
+    assert healthy.sweep_overdue(overdue_seconds=60) == 1
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages]
+    assert healthy.process_queued(refs).processed == 1
+    assert healthy.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.COMPLETED
+    # Redelivery of the same message is harmless: the work is already done.
+    assert healthy.process_queued(refs).processed == 0
+
+
+def test_concurrent_stores_with_one_idempotency_key_make_one_event(
+    aws_resources: tuple[Any, str, Any, str],
+) -> None:
+    h = aws_harness(*aws_resources)
+    request = StoreInput(content="submitted twice at once")
+
+    def submit(_: int) -> tuple[str, str | None]:
+        result = h.engine.store(
+            ALICE, request, idempotency_key="11111111-2222-4333-8444-555555555555"
+        )
+        return result.event_id, result.node_id
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = set(pool.map(submit, range(12)))
+    assert len(outcomes) == 1
+    hits = h.engine.retrieve(ALICE, RetrieveInput(query="submitted twice", limit=50)).results
+    assert len(hits) == 1
+
+
+def test_no_query_returns_another_tenants_or_owners_documents(
+    aws_resources: tuple[Any, str, Any, str],
+) -> None:
+    h = aws_harness(*aws_resources)
+    for owner in (ALICE, BOB, OTHER_TENANT_ALICE):
+        h.engine.store(
+            owner, StoreInput(content=f"vault code for {owner.tenant_id}/{owner.owner_id}")
+        )
+    for owner in (ALICE, BOB, OTHER_TENANT_ALICE):
+        for query in ("vault code", "code for t1", "alice", "bob"):
+            for mode in ("default", "explicit"):
+                results = h.engine.retrieve(
+                    owner, RetrieveInput(query=query, mode=mode, limit=50)
+                ).results
+                assert {r.content for r in results} <= {
+                    f"vault code for {owner.tenant_id}/{owner.owner_id}"
+                }
+
+
+@pytest.mark.parametrize("owner", [ALICE])
+def test_receipt_from_aws_replays(aws_resources: tuple[Any, str, Any, str], owner: Any) -> None:
+    h = aws_harness(*aws_resources)
+    for i in range(5):
+        h.engine.store(
+            owner, StoreInput(content=f"harbour walk {i}", event_time=f"202{i}-02-02T00:00:00Z")
+        )
+    response = h.engine.retrieve(owner, RetrieveInput(query="latest harbour walk"))
+    receipt = h.engine.get_receipt(owner, response.metrics.request_id)
+    assert receipt.replay_matches()
+    assert receipt.returned_node_ids == [r.node_id for r in response.results]
