@@ -49,6 +49,7 @@ unit: install
 bench: install
 	$(BIN)/python -m benchmarks.embedder_speed
 	$(BIN)/python -m benchmarks.store_retrieve
+	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     opensearch_url: str | None = None
     opensearch_index_alias: str = "prme-nodes"
     opensearch_auth: Literal["none", "es", "aoss"] = "none"
+    # OpenSearch makes writes searchable at its next refresh (about 1 s). True makes each
+    # store wait for visibility: read-your-writes at the cost of store latency.
+    opensearch_refresh_on_write: bool = False
     # Work pending longer than this is re-announced by the sweeper.
     work_overdue_seconds: int = Field(default=120, ge=1)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)

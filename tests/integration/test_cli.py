@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -15,8 +16,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def prme(data_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PRME_EMBEDDER": "hashing", "PYTHONPATH": f"{ROOT / 'core'}"}
+def prme(
+    data_dir: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PRME_EMBEDDER": "hashing",
+        "PYTHONPATH": f"{ROOT / 'core'}",
+        **(env or {}),
+    }
     return subprocess.run(
         [sys.executable, "-m", "prme.cli", "--data-dir", str(data_dir), *args],
         capture_output=True,
@@ -99,3 +107,29 @@ def _exercise_server(proc: subprocess.Popen[str], base: str) -> None:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
     assert "curl" in out  # serve prints how to call it
+
+
+@pytest.mark.slow
+def test_bootstrap_against_the_local_aws_is_idempotent(
+    aws_endpoint: str, opensearch_url: str, aws_names: Any, tmp_path: Path
+) -> None:
+    env = {
+        "PRME_TABLE_NAME": aws_names.table,
+        "PRME_QUEUE_PREFIX": aws_names.queue_prefix,
+        "PRME_OPENSEARCH_INDEX_ALIAS": aws_names.index_alias,
+        "PRME_OPENSEARCH_URL": opensearch_url,
+        "AWS_ENDPOINT_URL": aws_endpoint,
+    }
+    first = prme(tmp_path, "bootstrap", env=env)
+    assert first.returncode == 0, first.stderr
+    assert f"table {aws_names.table}: created" in first.stdout
+    assert f"index alias {aws_names.index_alias}: created" in first.stdout
+    second = prme(tmp_path, "bootstrap", env=env)
+    assert second.returncode == 0, second.stderr
+    assert f"table {aws_names.table}: exists" in second.stdout
+    assert f"index alias {aws_names.index_alias}: exists" in second.stdout
+    # Keys work against the table too.
+    created = prme(tmp_path, "keys", "create", "--operator", env={**env, "PRME_BACKEND": "aws"})
+    assert created.returncode == 0, created.stderr
+    listed = prme(tmp_path, "keys", "list", env={**env, "PRME_BACKEND": "aws"})
+    assert "operator" in listed.stdout

@@ -62,7 +62,7 @@ def open_aws(
     clock: Clock | None = None,
     token_counter: TokenCounter | None = None,
     config: EngineConfig | None = None,
-    refresh_on_write: bool = False,
+    refresh_on_write: bool | None = None,
 ) -> AwsBackend:
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.opensearch_index import OpenSearchIndex
@@ -78,7 +78,13 @@ def open_aws(
     deps = EngineDeps(
         ledger=ledger,
         index=OpenSearchIndex(
-            clients.opensearch, settings.opensearch_index_alias, refresh_on_write=refresh_on_write
+            clients.opensearch,
+            settings.opensearch_index_alias,
+            refresh_on_write=(
+                settings.opensearch_refresh_on_write
+                if refresh_on_write is None
+                else refresh_on_write
+            ),
         ),
         queue=SqsWorkQueue(clients.sqs, queue_url),
         embedder=embedder,
