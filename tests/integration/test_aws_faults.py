@@ -17,7 +17,6 @@ from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
 from tests.aws_support import AwsNames, boto_client
 from tests.conftest import ALICE, BOB, OTHER_TENANT_ALICE, aws_harness
-from tests.contract.test_backend_contract import SwitchableIndex
 
 
 def engine_with(h: Any, **replacements: Any) -> Any:
@@ -25,21 +24,31 @@ def engine_with(h: Any, **replacements: Any) -> Any:
     return type(h.engine)(type(deps)(**{**deps.__dict__, **replacements}))
 
 
-def test_index_down_during_store_then_completed_by_queued_work(
+def stopped_opensearch_index(alias: str) -> Any:
+    """The index adapter pointed at a port where no OpenSearch answers (a stopped node)."""
+    from prme.backends.aws.opensearch_index import OpenSearchIndex, build_opensearch_client
+
+    return OpenSearchIndex(
+        build_opensearch_client("http://127.0.0.1:9", auth="none", region=None), alias
+    )
+
+
+def test_opensearch_stopped_during_store_then_completed_by_queued_work(
     aws_resources: tuple[Any, str, Any, str], aws_endpoint: str, aws_names: AwsNames
 ) -> None:
     h = aws_harness(*aws_resources)
     sqs = boto_client("sqs", aws_endpoint)
     url = ensure_queues(sqs, aws_names.queue_prefix)["materialize"]
-    switch = SwitchableIndex(h.index)
-    engine = engine_with(h, index=switch, queue=SqsWorkQueue(sqs, url))
+    queue = SqsWorkQueue(sqs, url)
+    while_down = engine_with(h, index=stopped_opensearch_index(aws_names.index_alias), queue=queue)
 
-    switch.down = True  # OpenSearch stopped during the store
-    result = engine.store(ALICE, StoreInput(content="written while the index was down"))
+    result = while_down.store(ALICE, StoreInput(content="written while the index was down"))
     assert result.processing_status is ProcessingStatus.PENDING
-    assert engine.get_node(ALICE, result.node_id).content == "written while the index was down"
+    assert while_down.get_node(ALICE, result.node_id).content == "written while the index was down"
+    assert while_down.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.PENDING
 
-    switch.down = False
+    # OpenSearch is back: the queued message drives the next processing pass.
+    engine = engine_with(h, queue=queue)
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages]
     assert engine.process_queued(refs).processed == 1
@@ -60,15 +69,16 @@ def test_lost_sqs_send_is_recovered_by_the_sweeper(
         region_name="us-east-1",
         config=Config(retries={"max_attempts": 1}, connect_timeout=1),
     )
-    switch = SwitchableIndex(h.index)
-    switch.down = True
-    lossy = engine_with(h, index=switch, queue=SqsWorkQueue(broken_sqs, url))
+    lossy = engine_with(
+        h,
+        index=stopped_opensearch_index(aws_names.index_alias),
+        queue=SqsWorkQueue(broken_sqs, url),
+    )
     result = lossy.store(ALICE, StoreInput(content="its announcement was lost"))
     assert result.processing_status is ProcessingStatus.PENDING
     assert "Messages" not in sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
 
-    switch.down = False
-    healthy = engine_with(h, index=switch, queue=SqsWorkQueue(sqs, url))
+    healthy = engine_with(h, queue=SqsWorkQueue(sqs, url))
     assert healthy.sweep_overdue(overdue_seconds=60) == 0  # not overdue yet
     h.clock.advance(seconds=61)
     assert healthy.sweep_overdue(overdue_seconds=60) == 1
