@@ -222,9 +222,10 @@ class SqliteVectorIndex:
             failure = "embedding_model_mismatch"
         elif vectors.node_ids:
             q = np.asarray(query.vector, dtype=np.float32)
-            # Score every row (one matrix-vector product), then drop filtered rows: cheaper
-            # than copying the allowed rows out of the matrix.
-            scores = vectors.matrix @ q
+            # Score every row, then drop filtered rows: cheaper than copying the allowed rows.
+            # einsum runs in this thread; a BLAS matmul would wake BLAS worker threads that
+            # keep spinning afterwards and slow the next embedding on a small machine.
+            scores = np.einsum("ij,j->i", vectors.matrix, q)
             allowed = int(mask.sum())
             if allowed:
                 masked = np.where(mask, scores, -np.inf)
