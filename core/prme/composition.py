@@ -25,6 +25,16 @@ class Backend(Protocol):
 
 
 def build_embedder(settings: Settings) -> Embedder:
+    if settings.embedder == "bedrock":
+        import boto3
+
+        from prme.embedding.bedrock import BedrockEmbedder
+
+        return BedrockEmbedder(
+            boto3.client("bedrock-runtime"),
+            settings.bedrock_embedding_model_id,
+            settings.bedrock_embedding_dimension,
+        )
     if settings.embedder == "hashing":
         from prme.embedding.hashing import HashingEmbedder
 

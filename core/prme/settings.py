@@ -25,7 +25,10 @@ class Settings(BaseSettings):
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: Path = Path("./memory")
     tenant_id: str = Field(default="local", min_length=1, max_length=128)
-    embedder: Literal["minilm", "hashing"] = "minilm"
+    embedder: Literal["minilm", "hashing", "bedrock"] = "minilm"
+    # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
+    bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
+    bedrock_embedding_dimension: Literal[256, 512, 1024] = 1024
     sqlite_synchronous: Literal["normal", "full"] = "normal"
     # AWS backend: resource names and endpoints. boto3 reads AWS_ENDPOINT_URL* and the region.
     table_name: str = "prme-local"
@@ -41,6 +44,13 @@ class Settings(BaseSettings):
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     packing: PackingConfig = Field(default_factory=PackingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        """The environment variable of a top-level field; the CDK stack uses this, never a literal."""
+        if field not in cls.model_fields:
+            raise KeyError(f"no setting named {field!r}")
+        return f"{ENV_PREFIX}{field.upper()}"
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(scoring=self.scoring, packing=self.packing, retrieval=self.retrieval)

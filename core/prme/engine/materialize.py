@@ -135,6 +135,23 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
     return ProcessingReport(processed=processed, pending=0, failed=failed)
 
 
+def fail_work(deps: EngineDeps, ref: WorkRef, reason: str) -> bool:
+    """Mark a work item failed (its retries are spent); True when a pending item changed."""
+    for item in deps.ledger.list_event_work(ref.owner, ref.event_id):
+        if item.id == ref.work_id and item.status is WorkStatus.PENDING:
+            deps.ledger.save_work(
+                item.model_copy(
+                    update={
+                        "status": WorkStatus.FAILED,
+                        "last_error": reason,
+                        "updated_at": deps.clock.now(),
+                    }
+                )
+            )
+            return True
+    return False
+
+
 def sweep_overdue_work(deps: EngineDeps, *, overdue_seconds: int, limit: int = 500) -> int:
     """Announce again every pending item older than `overdue_seconds` (lost sends, crashes)."""
     cutoff = deps.clock.now() - timedelta(seconds=overdue_seconds)

@@ -48,6 +48,9 @@ class MemoryEngine:
     def process_queued(self, refs: Sequence[WorkRef]) -> ProcessingReport:
         return materialize.process_work_refs(self.deps, refs)
 
+    def fail_work(self, ref: WorkRef, reason: str) -> bool:
+        return materialize.fail_work(self.deps, ref, reason)
+
     def sweep_overdue(self, *, overdue_seconds: int) -> int:
         return materialize.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
 

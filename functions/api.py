@@ -1,0 +1,34 @@
+"""The HTTP API: FastAPI behind API Gateway HTTP API (payload v2) through Mangum."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, cast
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from mangum import Mangum
+
+from functions.runtime import backend, logger, metrics, tracer
+from prme.http.app import ApiRuntime, create_app
+from prme.http.auth import AuthPolicy
+
+
+@cache
+def _adapter() -> Mangum:
+    built = backend()
+    app = create_app(
+        ApiRuntime(engine=built.engine, credentials=built.credentials, auth=AuthPolicy())
+    )
+    return Mangum(app, lifespan="off")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="ApiRequests", unit=MetricUnit.Count, value=1)
+    # Mangum types its own context protocol; powertools' LambdaContext is the same object.
+    response: dict[str, Any] = _adapter()(event, cast(Any, context))
+    return response

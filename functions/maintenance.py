@@ -1,0 +1,20 @@
+"""Scheduled maintenance (EventBridge): re-announce overdue pending work (lost SQS sends, crashes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.runtime import backend, logger, metrics, settings, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    swept = backend().engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
+    metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept)
+    logger.info("maintenance pass", extra={"overdue_announced": swept})
+    return {"overdue_announced": swept}

@@ -1,0 +1,25 @@
+"""What every entry point shares: settings and the AWS backend, built once per container, lazily."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+
+from prme.composition import Backend, open_backend
+from prme.settings import Settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@cache
+def settings() -> Settings:
+    return Settings()
+
+
+@cache
+def backend() -> Backend:
+    """Opened on the first invocation, not at import: cold start stays free of I/O."""
+    return open_backend(settings())

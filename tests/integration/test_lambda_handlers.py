@@ -1,0 +1,262 @@
+"""Lambda entry points invoked in-process with real event payloads against the local AWS."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prme.backends.aws.bootstrap import bootstrap
+from prme.engine.credentials import CredentialService
+from prme.engine.work_refs import WorkRef
+from prme.model.enums import CredentialRole, ProcessingStatus
+from prme.model.inputs import StoreInput
+from prme.model.records import OwnerKey
+from tests.aws_support import AwsNames, boto_client
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+TENANT = "acme"
+ALICE = OwnerKey(tenant_id=TENANT, owner_id="alice")
+
+
+def load_event(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return event
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "prme-test"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:prme-test"
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = "c6af9ac6-7b61-11e6-9a41-93e812345678"
+    log_group_name: str = "/aws/lambda/prme-test"
+    log_stream_name: str = "2026/11/29/[$LATEST]abc"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@dataclass
+class Deployed:
+    names: AwsNames
+    urls: dict[str, str]
+    sqs: Any
+    alice_key: str
+
+
+@pytest.fixture
+def deployed(
+    monkeypatch: pytest.MonkeyPatch,
+    aws_endpoint: str,
+    opensearch_url: str,
+    aws_names: AwsNames,
+) -> Iterator[Deployed]:
+    """Environment as the stack sets it, resources bootstrapped, handler caches cleared."""
+    from prme.backends.aws.opensearch_index import build_opensearch_client
+
+    env = {
+        "PRME_BACKEND": "aws",
+        "PRME_TABLE_NAME": aws_names.table,
+        "PRME_QUEUE_PREFIX": aws_names.queue_prefix,
+        "PRME_OPENSEARCH_INDEX_ALIAS": aws_names.index_alias,
+        "PRME_OPENSEARCH_URL": opensearch_url,
+        "PRME_OPENSEARCH_REFRESH_ON_WRITE": "true",
+        "PRME_EMBEDDER": "hashing",
+        "POWERTOOLS_SERVICE_NAME": "prme-tests",
+        "POWERTOOLS_METRICS_NAMESPACE": "PrmeTests",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    dynamodb, sqs = boto_client("dynamodb", aws_endpoint), boto_client("sqs", aws_endpoint)
+    opensearch = build_opensearch_client(opensearch_url, auth="none", region=None)
+    urls = bootstrap(
+        dynamodb=dynamodb,
+        sqs=sqs,
+        opensearch=opensearch,
+        table_name=aws_names.table,
+        queue_prefix=aws_names.queue_prefix,
+        index_alias=aws_names.index_alias,
+        dimension=64,
+    )
+    from functions import api, runtime
+
+    runtime.settings.cache_clear()
+    runtime.backend.cache_clear()
+    api._adapter.cache_clear()
+    built = runtime.backend()
+    assert isinstance(built.credentials, CredentialService)
+    issued = built.credentials.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER)
+    try:
+        yield Deployed(aws_names, urls, sqs, issued.secret)
+    finally:
+        runtime.backend().close()
+        runtime.settings.cache_clear()
+        runtime.backend.cache_clear()
+        api._adapter.cache_clear()
+        opensearch.indices.delete(index=f"{aws_names.index_alias}-v*", ignore_unavailable=True)
+        opensearch.close()
+
+
+def api_call(
+    name: str, *, key: str | None, path: str | None = None, body: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
+    from functions import api
+
+    event = load_event(name)
+    if key is not None:
+        event["headers"]["authorization"] = f"Bearer {key}"
+    if path is not None:
+        event["rawPath"] = path
+        event["requestContext"]["http"]["path"] = path
+    if body is not None:
+        event["body"] = json.dumps(body)
+    response = api.handler(event, FakeLambdaContext())
+    return response["statusCode"], json.loads(response["body"])
+
+
+def test_api_stores_and_reads_through_api_gateway_events(deployed: Deployed) -> None:
+    status, stored = api_call("apigw_v2_store.json", key=deployed.alice_key)
+    assert status == 200
+    assert stored["processing_status"] == "completed"
+    status, event = api_call(
+        "apigw_v2_get_event.json", key=deployed.alice_key, path=f"/v1/events/{stored['event_id']}"
+    )
+    assert status == 200
+    assert event["content"] == "I moved to Lisbon in May."
+    assert event["user_id"] == "alice"
+
+
+def test_api_auth_and_not_found(deployed: Deployed) -> None:
+    status, body = api_call("apigw_v2_store.json", key=None)
+    assert status == 401
+    assert body == {"detail": "Missing or invalid API key"}
+    status, _ = api_call("apigw_v2_get_event.json", key=deployed.alice_key)
+    assert status == 404
+    status, _ = api_call(
+        "apigw_v2_store.json", key=deployed.alice_key, body={"content": "x", "user_id": "bob"}
+    )
+    assert status == 403
+
+
+def test_api_uses_the_request_id_as_correlation_id(deployed: Deployed) -> None:
+    from functions.runtime import logger
+
+    api_call("apigw_v2_store.json", key=deployed.alice_key)
+    request_id = load_event("apigw_v2_store.json")["requestContext"]["requestId"]
+    assert logger.get_correlation_id() == request_id
+
+
+def _pending_store(content: str, *, lose_send: bool = False) -> tuple[Any, Any]:
+    """A store whose indexing failed, as after an OpenSearch outage: its work is pending."""
+    from functions import runtime
+    from prme.engine.deps import EngineDeps
+    from prme.engine.service import MemoryEngine
+    from prme.errors import IndexUnavailableError
+
+    class DownIndex:
+        def upsert(self, documents: Any) -> None:
+            raise IndexUnavailableError()
+
+        def search(self, owner: Any, query: Any) -> Any:
+            raise IndexUnavailableError()
+
+    class LostQueue:
+        def enqueue(self, items: Any) -> None:
+            from prme.errors import StorageUnavailableError
+
+            raise StorageUnavailableError()
+
+    deps = runtime.backend().engine.deps
+    replaced: dict[str, Any] = {"index": DownIndex()}
+    if lose_send:
+        replaced["queue"] = LostQueue()
+    down = MemoryEngine(EngineDeps(**{**deps.__dict__, **replaced}))
+    result = down.store(ALICE, StoreInput(content=content))
+    assert result.processing_status is ProcessingStatus.PENDING
+    work = runtime.backend().engine.get_processing_status(ALICE, result.event_id)[1][0]
+    return result, work
+
+
+def sqs_event(
+    refs: list[WorkRef], *, receive_count: int = 1, extra_bodies: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    template = load_event("sqs_materialize_batch.json")["Records"][0]
+    records = []
+    bodies = [json.dumps(ref.to_message()) for ref in refs] + list(extra_bodies)
+    for i, body in enumerate(bodies):
+        record = copy.deepcopy(template)
+        record["messageId"] = f"msg-{i}"
+        record["body"] = body
+        record["attributes"]["ApproximateReceiveCount"] = str(receive_count)
+        records.append(record)
+    return {"Records": records}
+
+
+def test_materializer_processes_work_and_reports_partial_failures(deployed: Deployed) -> None:
+    from functions import materializer, runtime
+
+    result, work = _pending_store("indexed by the materializer")
+    event = sqs_event([WorkRef.of(work)], extra_bodies=("this is not a work message",))
+    response = materializer.handler(event, FakeLambdaContext())
+    # Only the unreadable message is reported failed; SQS redelivers it, then dead-letters it.
+    assert response == {"batchItemFailures": [{"itemIdentifier": "msg-1"}]}
+    engine = runtime.backend().engine
+    assert engine.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.COMPLETED
+    # Redelivery of a processed message is a no-op, not a failure.
+    again = materializer.handler(sqs_event([WorkRef.of(work)]), FakeLambdaContext())
+    assert again == {"batchItemFailures": []}
+
+
+def test_poison_work_fails_on_its_last_receive_and_shows_in_status(deployed: Deployed) -> None:
+    from functions import materializer, runtime
+
+    result, work = _pending_store("a node the index keeps refusing")
+    runtime.backend().clients.opensearch.indices.close(  # type: ignore[attr-defined]
+        index=f"{deployed.names.index_alias}-v1"
+    )
+    try:
+        first = materializer.handler(
+            sqs_event([WorkRef.of(work)], receive_count=1), FakeLambdaContext()
+        )
+        assert first == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+        engine = runtime.backend().engine
+        assert engine.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.PENDING
+        last = materializer.handler(
+            sqs_event([WorkRef.of(work)], receive_count=5), FakeLambdaContext()
+        )
+        assert last == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+        status, items = engine.get_processing_status(ALICE, result.event_id)
+        assert status is ProcessingStatus.FAILED
+        assert items[0].last_error == "retries_exhausted"
+    finally:
+        runtime.backend().clients.opensearch.indices.open(  # type: ignore[attr-defined]
+            index=f"{deployed.names.index_alias}-v1"
+        )
+
+
+def test_maintenance_announces_overdue_work(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions import maintenance, runtime
+
+    _, work = _pending_store("left pending by a lost send", lose_send=True)
+    monkeypatch.setenv("PRME_WORK_OVERDUE_SECONDS", "1")
+    runtime.settings.cache_clear()
+    import time
+
+    time.sleep(1.1)
+    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    assert result == {"overdue_announced": 1}
+    messages = deployed.sqs.receive_message(
+        QueueUrl=deployed.urls["materialize"], MaxNumberOfMessages=10
+    )
+    refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages["Messages"]]
+    assert refs == [WorkRef.of(work)]
