@@ -6,7 +6,8 @@ from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
-from prme.composition import Backend, open_backend
+from prme.backends.aws.service import AwsBackend, open_aws
+from prme.composition import build_embedder
 from prme.settings import Settings
 
 logger = Logger()
@@ -20,6 +21,7 @@ def settings() -> Settings:
 
 
 @cache
-def backend() -> Backend:
+def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
-    return open_backend(settings())
+    current = settings()
+    return open_aws(current, embedder=build_embedder(current))

@@ -17,6 +17,7 @@ from prme.model.records import (
     Credential,
     Event,
     IdempotencyRecord,
+    IngestCommit,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -49,6 +50,16 @@ class Ledger(Protocol):
 
     def commit_store(self, commit: StoreCommit) -> None:
         """All records or none; ConflictError when the event or the idempotency key exists."""
+        ...
+
+    def commit_ingest(self, commit: IngestCommit) -> None:
+        """All events and work or none; ConflictError when an event or the key exists."""
+        ...
+
+    def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
+        """Save a node built from its event and its finished work item together.
+
+        ConflictError when the node already exists (another pass built it)."""
         ...
 
     def get_idempotency(

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from prme.engine.deps import EngineDeps
+from prme.engine.nodes import node_from_event
 from prme.engine.work_refs import WorkRef
 from prme.errors import (
+    ConflictError,
     EmbeddingUnavailableError,
     IndexUnavailableError,
     PrmeError,
     WorkDeferredError,
 )
-from prme.model.enums import WorkStatus
+from prme.model.enums import WorkKind, WorkStatus
 from prme.model.records import MemoryNode, OwnerKey, WorkItem
 from prme.model.search import IndexDocument
 
@@ -77,20 +79,40 @@ def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Target:
+    """One work item and the node it produces: existing (index it) or new (save it too)."""
+
+    item: WorkItem
+    node: MemoryNode
+    new: bool = False
+
+
 def materialize_nodes(
     deps: EngineDeps, work: Sequence[tuple[WorkItem, MemoryNode]]
 ) -> MaterializeOutcome:
+    """Index existing nodes; their work items become done, or stay pending on a failure."""
+    return materialize_targets(deps, [Target(item, node) for item, node in work])
+
+
+def materialize_targets(deps: EngineDeps, targets: Sequence[Target]) -> MaterializeOutcome:
     """Embed and index a batch; on a dependency failure every item stays pending."""
-    if not work:
+    if not targets:
         return MaterializeOutcome(0, 0, 0)
-    reason = index_nodes(deps, [node for _, node in work])
+    reason = index_nodes(deps, [t.node for t in targets])
     now = deps.clock.now()
     failed = 0
-    for item, _ in work:
+    for target in targets:
+        item = target.item
         if reason is None:
-            deps.ledger.save_work(
-                item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
-            )
+            done = item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
+            if target.new:
+                try:
+                    deps.ledger.commit_materialization(target.node, done)
+                    continue
+                except ConflictError:
+                    pass  # another pass saved this node first; just close the work item
+            deps.ledger.save_work(done)
             continue
         attempts = item.attempts + 1
         status = WorkStatus.FAILED if attempts >= MAX_WORK_ATTEMPTS else WorkStatus.PENDING
@@ -106,8 +128,52 @@ def materialize_nodes(
             )
         )
     if reason is None:
-        return MaterializeOutcome(processed=len(work), failed=0, deferred=0)
-    return MaterializeOutcome(processed=0, failed=failed, deferred=len(work) - failed)
+        return MaterializeOutcome(processed=len(targets), failed=0, deferred=0)
+    return MaterializeOutcome(processed=0, failed=failed, deferred=len(targets) - failed)
+
+
+def resolve_targets(
+    deps: EngineDeps, owner: OwnerKey, items: Sequence[WorkItem]
+) -> tuple[list[Target], list[WorkItem]]:
+    """The node each pending item works on; items whose source is gone are returned apart."""
+    existing = deps.ledger.get_nodes(
+        owner, [i.node_id for i in items if i.kind is WorkKind.INDEX_NODE]
+    )
+    targets: list[Target] = []
+    orphans: list[WorkItem] = []
+    for item in items:
+        if item.kind is WorkKind.INDEX_NODE:
+            node = existing.get(item.node_id)
+            if node is None:
+                orphans.append(item)
+            else:
+                targets.append(Target(item, node))
+            continue
+        event = deps.ledger.get_event(owner, item.event_id)
+        if event is None:
+            orphans.append(item)
+            continue
+        already = deps.ledger.get_node(owner, item.node_id)
+        if already is not None:
+            targets.append(Target(item, already))
+        else:
+            node = node_from_event(deps, event, node_id=item.node_id, now=deps.clock.now())
+            targets.append(Target(item, node, new=True))
+    return targets, orphans
+
+
+def _fail_orphans(deps: EngineDeps, orphans: Sequence[WorkItem]) -> None:
+    now = deps.clock.now()
+    for item in orphans:
+        deps.ledger.save_work(
+            item.model_copy(
+                update={
+                    "status": WorkStatus.FAILED,
+                    "last_error": "source_missing",
+                    "updated_at": now,
+                }
+            )
+        )
 
 
 def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingReport:
@@ -123,12 +189,11 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
             for item in deps.ledger.list_event_work(owner, event_id)
             if (item.event_id, item.id) in wanted and item.status is WorkStatus.PENDING
         ]
-        nodes = deps.ledger.get_nodes(owner, [item.node_id for item in items])
-        outcome = materialize_nodes(
-            deps, [(item, nodes[item.node_id]) for item in items if item.node_id in nodes]
-        )
+        targets, orphans = resolve_targets(deps, owner, items)
+        _fail_orphans(deps, orphans)
+        outcome = materialize_targets(deps, targets)
         processed += outcome.processed
-        failed += outcome.failed
+        failed += outcome.failed + len(orphans)
         if outcome.deferred:
             # A dependency is down: fail the batch so the queue redelivers it later.
             raise WorkDeferredError()
@@ -182,26 +247,11 @@ def process_pending_work(
     for key, owner_items in by_owner.items():
         if budget_ms is not None and (time.monotonic() - started) * 1000 >= budget_ms:
             break
-        nodes = deps.ledger.get_nodes(key, [i.node_id for i in owner_items])
-        ready: list[tuple[WorkItem, MemoryNode]] = []
-        now = deps.clock.now()
-        for item in owner_items:
-            node = nodes.get(item.node_id)
-            if node is None:
-                failed += 1
-                deps.ledger.save_work(
-                    item.model_copy(
-                        update={
-                            "status": WorkStatus.FAILED,
-                            "last_error": "node_missing",
-                            "updated_at": now,
-                        }
-                    )
-                )
-            else:
-                ready.append((item, node))
+        targets, orphans = resolve_targets(deps, key, owner_items)
+        _fail_orphans(deps, orphans)
+        failed += len(orphans)
         try:
-            outcome = materialize_nodes(deps, ready)
+            outcome = materialize_targets(deps, targets)
         except PrmeError:
             break
         processed += outcome.processed

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prme.engine import materialize, reads, retrieve, store
+from prme.engine import ingest_fast, materialize, reads, retrieve, store
 from prme.engine.deps import EngineDeps
+from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import ProcessingStatus
-from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.results import RetrievalResponse
@@ -24,6 +25,16 @@ class MemoryEngine:
         self, owner: OwnerKey, request: StoreInput, *, idempotency_key: str | None = None
     ) -> StoreResult:
         return store.store_memory(self.deps, owner, request, idempotency_key)
+
+    def ingest_fast(
+        self, owner: OwnerKey, request: FastIngestInput, *, idempotency_key: str | None = None
+    ) -> FastIngestResult:
+        return ingest_fast.ingest_fast(self.deps, owner, request, idempotency_key)
+
+    def ingest_import(
+        self, owner: OwnerKey, items: list[FastIngestItem], *, idempotency_key: str
+    ) -> FastIngestResult:
+        return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key)
 
     def retrieve(self, owner: OwnerKey, request: RetrieveInput) -> RetrievalResponse:
         return retrieve.retrieve_memories(self.deps, owner, request)

@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record, request_digest
-from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
 from prme.engine.materialize import index_nodes
+from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
 from prme.errors import ConflictError, PrmeError
-from prme.model.canonical import sha256_text
-from prme.model.enums import LifecycleState, ProcessingStatus, Scope, WorkKind, WorkStatus
+from prme.model.enums import ProcessingStatus, WorkKind, WorkStatus
 from prme.model.inputs import StoreInput
 from prme.model.records import (
-    SPEAKER_METADATA_KEY,
     VALUE_BINDINGS_METADATA_KEY,
-    Event,
     JournalRecord,
-    MemoryNode,
     OwnerKey,
     StoreCommit,
     WorkItem,
@@ -54,55 +49,35 @@ def build_store_commit(
             indexed_text=request.indexed_text,
         )
     now = deps.clock.now()
-    config = deps.config
     metadata = dict(request.metadata or {})
-    if request.speaker is not None:
-        metadata[SPEAKER_METADATA_KEY] = request.speaker
     if request.value_bindings:
         metadata[VALUE_BINDINGS_METADATA_KEY] = bindings_to_metadata(request.value_bindings)
-    scope = request.scope or Scope.PERSONAL
-    event = Event(
-        id=deps.ids(),
-        tenant_id=owner.tenant_id,
-        owner_id=owner.owner_id,
+    event = new_event(
+        deps,
+        owner,
         content=request.content,
-        content_sha256=sha256_text(request.content),
         role=request.role,
+        speaker=request.speaker,
         session_id=request.session_id,
-        scope=scope,
+        scope=request.scope,
         event_time=request.event_time,
-        ingested_at=now,
         metadata=metadata,
+        now=now,
     )
-    node_type = request.node_type or config.default_node_type
-    ttl_days = request.ttl_days if request.ttl_given else config.default_ttl_days.get(node_type)
-    source_type = request.source_type or infer_source_type(request.role)
-    epistemic_type = request.epistemic_type or infer_epistemic_type(source_type)
-    confidence = (
-        request.confidence if request.confidence is not None else default_confidence(epistemic_type)
-    )
-    node = MemoryNode(
-        id=deps.ids(),
-        tenant_id=owner.tenant_id,
-        owner_id=owner.owner_id,
-        node_type=node_type,
-        content=request.indexed_text,
-        content_sha256=sha256_text(request.indexed_text),
-        scope=scope,
-        session_id=request.session_id,
-        source_type=source_type,
-        epistemic_type=epistemic_type,
-        confidence=confidence,
-        lifecycle_state=LifecycleState.TENTATIVE,
-        event_time=request.event_time,
-        valid_from=request.event_time or now,
-        created_at=now,
-        updated_at=now,
-        ttl_days=ttl_days,
-        # TTL runs from node creation, not from the (possibly historical) event time.
-        expires_at=now + timedelta(days=ttl_days) if ttl_days is not None else None,
-        evidence_refs=(event.id,),
-        metadata=metadata,
+    node = node_from_event(
+        deps,
+        event,
+        node_id=deps.ids(),
+        now=now,
+        choices=NodeChoices(
+            node_type=request.node_type,
+            indexed_text=request.indexed_text,
+            source_type=request.source_type,
+            epistemic_type=request.epistemic_type,
+            confidence=request.confidence,
+            ttl_given=request.ttl_given,
+            ttl_days=request.ttl_days,
+        ),
     )
     journal = JournalRecord.build(
         record_id=deps.ids(),

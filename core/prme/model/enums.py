@@ -74,6 +74,8 @@ class ProcessingStatus(StrEnum):
 
 class WorkKind(StrEnum):
     INDEX_NODE = "index_node"
+    # A fast-ingested event still needs its node built (then indexed).
+    MATERIALIZE_EVENT = "materialize_event"
 
 
 class WorkStatus(StrEnum):

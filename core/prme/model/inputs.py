@@ -112,6 +112,43 @@ class StoreInput(BaseModel):
         return self.retrieval_content if self.retrieval_content is not None else self.content
 
 
+# A DynamoDB transaction holds at most 100 writes: two per item (event and its work item),
+# plus the batch's journal record and its idempotency record.
+MAX_FAST_INGEST_ITEMS = 49
+
+
+class FastIngestItem(BaseModel):
+    """One raw source of a fast-ingest batch; its node is built later by materialization."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    role: Role = Role.USER
+    speaker: str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    scope: Scope | None = None
+    metadata: dict[str, Any] | None = None
+    event_time: AwareDatetime | None = None
+
+    _speaker = field_validator("speaker")(normalize_speaker)
+    _metadata = field_validator("metadata")(_check_metadata)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+
+class FastIngestInput(BaseModel):
+    """An ordered batch, validated whole before any I/O."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    items: list[FastIngestItem] = Field(min_length=1, max_length=MAX_FAST_INGEST_ITEMS)
+
+
 class RetrievalFilters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -201,3 +201,14 @@ class StoreCommit(BaseModel):
     journal: JournalRecord
     work: WorkItem
     idempotency: IdempotencyRecord | None = None
+
+
+class IngestCommit(BaseModel):
+    """A fast-ingest batch: its events and their materialization work, in one transaction."""
+
+    model_config = ConfigDict(frozen=True)
+
+    events: tuple[Event, ...]
+    work: tuple[WorkItem, ...]
+    journal: JournalRecord
+    idempotency: IdempotencyRecord | None = None

@@ -28,6 +28,7 @@ from prme.model.records import (
     Credential,
     Event,
     IdempotencyRecord,
+    IngestCommit,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -418,9 +419,9 @@ class DynamoDbLedger:
             for page in self._pages("query", Select="COUNT", **query)
         )
 
-    def save_work(self, item: WorkItem) -> None:
+    def _work_update(self, item: WorkItem) -> tuple[Item, dict[str, Any]]:
+        """The stored form of a work item and the UpdateItem arguments that replace it."""
         stored = self._work_item(item)
-        self._check_size(stored)
         values = {k: v for k, v in stored.items() if k not in (PK, SK)}
         names = {f"#a{i}": name for i, name in enumerate(values)}
         update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(values)))
@@ -431,20 +432,37 @@ class DynamoDbLedger:
             names.update({f"#r{i}": name for i, name in enumerate(removed)})
             update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removed)))
         names["#pk"] = PK
+        return stored, {
+            "Key": {PK: stored[PK], SK: stored[SK]},
+            "UpdateExpression": update,
+            "ConditionExpression": "attribute_exists(#pk)",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": attribute_values,
+        }
+
+    def save_work(self, item: WorkItem) -> None:
+        stored, update = self._work_update(item)
+        self._check_size(stored)
         try:
-            self._call(
-                "update_item",
-                TableName=self._table,
-                Key={PK: stored[PK], SK: stored[SK]},
-                UpdateExpression=update,
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=attribute_values,
-            )
+            self._call("update_item", TableName=self._table, **update)
         except ConflictError:
             # Unknown work item: like the embedded ledger's UPDATE, nothing is written
             # (an unconditional update would create a work item nobody committed).
             return
+
+    def commit_ingest(self, commit: IngestCommit) -> None:
+        items = [self._event_item(e) for e in commit.events]
+        items += [self._work_item(w) for w in commit.work]
+        items.append(self._journal_item(commit.journal))
+        if commit.idempotency is not None:
+            items.append(self._idempotency_item(commit.idempotency))
+        self._transact([self._put_new(item) for item in items])
+
+    def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
+        stored, update = self._work_update(work)
+        actions = [self._put_new(item) for item in self._node_items(node)]
+        actions.append(("Update", stored, update))
+        self._transact(actions)
 
     def append_journal(self, record: JournalRecord) -> None:
         item = self._journal_item(record)

@@ -20,6 +20,7 @@ from prme.model.records import (
     Credential,
     Event,
     IdempotencyRecord,
+    IngestCommit,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -124,6 +125,43 @@ class SqliteLedger:
                     w.created_at.isoformat(),
                     w.model_dump_json(),
                 ),
+            )
+
+    def commit_ingest(self, commit: IngestCommit) -> None:
+        with self._transaction() as tx:
+            if commit.idempotency is not None:
+                i = commit.idempotency
+                tx.execute(
+                    "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                    (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
+                )
+            tx.executemany(
+                "INSERT INTO events VALUES (?, ?, ?, ?)",
+                [(e.tenant_id, e.owner_id, e.id, e.model_dump_json()) for e in commit.events],
+            )
+            tx.executemany(
+                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        w.id,
+                        w.tenant_id,
+                        w.owner_id,
+                        w.event_id,
+                        w.status.value,
+                        w.created_at.isoformat(),
+                        w.model_dump_json(),
+                    )
+                    for w in commit.work
+                ],
+            )
+            self._insert_journal(tx, commit.journal)
+
+    def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
+        with self._transaction() as tx:
+            self._insert_node(tx, node)
+            tx.execute(
+                "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
+                (work.status.value, work.model_dump_json(), work.id, work.tenant_id, work.owner_id),
             )
 
     @staticmethod

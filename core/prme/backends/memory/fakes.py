@@ -17,6 +17,7 @@ from prme.model.records import (
     Credential,
     Event,
     IdempotencyRecord,
+    IngestCommit,
     JournalRecord,
     MemoryNode,
     OwnerKey,
@@ -57,6 +58,30 @@ class InMemoryLedger:
             j = commit.journal
             self.journal[(j.tenant_id, j.owner_id, j.id)] = j
             self.work[commit.work.id] = commit.work
+
+    def commit_ingest(self, commit: IngestCommit) -> None:
+        with self._lock:
+            keys = [(e.tenant_id, e.owner_id, e.id) for e in commit.events]
+            if any(key in self.events for key in keys):
+                raise ConflictError("event already exists")
+            idem = commit.idempotency
+            if idem is not None:
+                idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
+                if idem_key in self.idempotency:
+                    raise ConflictError("idempotency key already used")
+                self.idempotency[idem_key] = idem
+            self.events.update(zip(keys, commit.events, strict=True))
+            self.work.update((w.id, w) for w in commit.work)
+            j = commit.journal
+            self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+
+    def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
+        with self._lock:
+            key = (node.tenant_id, node.owner_id, node.id)
+            if key in self.nodes:
+                raise ConflictError("node already exists")
+            self.nodes[key] = node
+            self.work[work.id] = work
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         return self.events.get((owner.tenant_id, owner.owner_id, event_id))

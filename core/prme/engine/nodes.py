@@ -1,0 +1,100 @@
+"""Building sources and the direct node of a source: shared by store, fast ingest and materialization."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from prme.engine.deps import EngineDeps
+from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
+from prme.model.canonical import sha256_text
+from prme.model.enums import EpistemicType, LifecycleState, NodeType, Role, Scope, SourceType
+from prme.model.records import SPEAKER_METADATA_KEY, Event, MemoryNode, OwnerKey
+
+
+def new_event(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    *,
+    content: str,
+    role: Role,
+    speaker: str | None,
+    session_id: str | None,
+    scope: Scope | None,
+    event_time: datetime | None,
+    metadata: dict[str, Any] | None,
+    now: datetime,
+) -> Event:
+    """The immutable source record: content verbatim, the speaker under its reserved key."""
+    stored = dict(metadata or {})
+    if speaker is not None:
+        stored[SPEAKER_METADATA_KEY] = speaker
+    return Event(
+        id=deps.ids(),
+        tenant_id=owner.tenant_id,
+        owner_id=owner.owner_id,
+        content=content,
+        content_sha256=sha256_text(content),
+        role=role,
+        session_id=session_id,
+        scope=scope or Scope.PERSONAL,
+        event_time=event_time,
+        ingested_at=now,
+        metadata=stored,
+    )
+
+
+@dataclass(frozen=True)
+class NodeChoices:
+    """What a caller may set about the direct node; None means the engine's default."""
+
+    node_type: NodeType | None = None
+    indexed_text: str | None = None
+    source_type: SourceType | None = None
+    epistemic_type: EpistemicType | None = None
+    confidence: float | None = None
+    ttl_given: bool = False
+    ttl_days: int | None = None
+
+
+def node_from_event(
+    deps: EngineDeps,
+    event: Event,
+    *,
+    node_id: str,
+    now: datetime,
+    choices: NodeChoices = NodeChoices(),
+) -> MemoryNode:
+    config = deps.config
+    node_type = choices.node_type or config.default_node_type
+    ttl_days = choices.ttl_days if choices.ttl_given else config.default_ttl_days.get(node_type)
+    source_type = choices.source_type or infer_source_type(event.role)
+    epistemic_type = choices.epistemic_type or infer_epistemic_type(source_type)
+    confidence = choices.confidence
+    if confidence is None:
+        confidence = default_confidence(epistemic_type)
+    text = choices.indexed_text if choices.indexed_text is not None else event.content
+    return MemoryNode(
+        id=node_id,
+        tenant_id=event.tenant_id,
+        owner_id=event.owner_id,
+        node_type=node_type,
+        content=text,
+        content_sha256=sha256_text(text),
+        scope=event.scope,
+        session_id=event.session_id,
+        source_type=source_type,
+        epistemic_type=epistemic_type,
+        confidence=confidence,
+        lifecycle_state=LifecycleState.TENTATIVE,
+        event_time=event.event_time,
+        valid_from=event.event_time or now,
+        created_at=now,
+        updated_at=now,
+        ttl_days=ttl_days,
+        # TTL runs from node creation, not from the (possibly historical) event time.
+        expires_at=now + timedelta(days=ttl_days) if ttl_days is not None else None,
+        evidence_refs=(event.id,),
+        metadata=dict(event.metadata),
+    )

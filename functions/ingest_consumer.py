@@ -1,0 +1,109 @@
+"""SQS-fed bulk ingestion: each message is one import for one owner, idempotent under redelivery.
+
+Message: {"tenant_id", "owner_id", "idempotency_key" (UUID), "body": {"items": [...]}} where
+body has the shape of POST /v1/ingest/fast. Imports larger than one transaction are split
+deterministically. A message that can never be valid goes straight to the dead-letter
+queue with a sanitized reason; one that failed for a passing cause is retried by SQS.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+from uuid import UUID
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from functions.runtime import backend, logger, metrics, settings, tracer
+from prme.backends.aws.resources import queue_specs
+from prme.engine.identity import validate_user_id
+from prme.errors import InvalidRequestError
+from prme.model.inputs import FastIngestItem
+from prme.model.records import OwnerKey
+
+MAX_IMPORT_ITEMS = 10_000
+
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+class ImportBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = None
+    items: list[FastIngestItem] = Field(min_length=1, max_length=MAX_IMPORT_ITEMS)
+
+
+class ImportMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: str = Field(min_length=1, max_length=128)
+    owner_id: str = Field(min_length=1, max_length=256)
+    idempotency_key: UUID
+    body: ImportBody
+
+
+@cache
+def _dead_letter_url() -> str:
+    name = queue_specs(settings().queue_prefix)["ingest"].dead_letter_name
+    url: str = backend().clients.sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    return url
+
+
+def _reject(record: SQSRecord, reason: str) -> None:
+    """Park a message that can never succeed in the DLQ now, with why, instead of retrying it."""
+    backend().clients.sqs.send_message(
+        QueueUrl=_dead_letter_url(),
+        MessageBody=record.body,
+        MessageAttributes={"prme_reason": {"DataType": "String", "StringValue": reason}},
+    )
+    logger.warning("import rejected", extra={"message_id": record.message_id, "reason": reason})
+    metrics.add_metric(name="ImportsRejected", unit=MetricUnit.Count, value=1)
+
+
+def _sanitized(error: ValidationError) -> str:
+    # Field locations and error types only: never the submitted values.
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    return f"invalid_message:{location}:{first['type']}"
+
+
+def record_handler(record: SQSRecord) -> None:
+    try:
+        message = ImportMessage.model_validate(json.loads(record.body))
+        validate_user_id(message.owner_id)
+        if message.body.user_id not in (None, message.owner_id):
+            raise InvalidRequestError("user_id differs from owner_id")
+    except json.JSONDecodeError:
+        _reject(record, "invalid_message:not_json")
+        return
+    except ValidationError as exc:
+        _reject(record, _sanitized(exc))
+        return
+    except InvalidRequestError:
+        _reject(record, "invalid_message:owner")
+        return
+    owner = OwnerKey(tenant_id=message.tenant_id, owner_id=message.owner_id)
+    result = backend().engine.ingest_import(
+        owner, message.body.items, idempotency_key=str(message.idempotency_key)
+    )
+    metrics.add_metric(name="EventsImported", unit=MetricUnit.Count, value=result.accepted)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    metrics.add_metric(name="ImportMessages", unit=MetricUnit.Count, value=len(event["Records"]))
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,18 @@
+"""Fixtures of the integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.aws_support import AwsNames
+from tests.integration.lambda_support import Deployed, deployed_environment
+
+
+@pytest.fixture
+def deployed(
+    monkeypatch: pytest.MonkeyPatch, aws_endpoint: str, opensearch_url: str, aws_names: AwsNames
+) -> Iterator[Deployed]:
+    """The Lambda environment as the stack sets it, on fresh resources of the local AWS."""
+    yield from deployed_environment(monkeypatch, aws_endpoint, opensearch_url, aws_names)

@@ -1,0 +1,113 @@
+"""The SQS bulk-ingest consumer with real SQS payloads against the local AWS."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from prme.model.enums import ProcessingStatus
+from prme.model.inputs import RetrieveInput
+from tests.integration.lambda_support import ALICE, Deployed, FakeLambdaContext, load_event
+
+
+def ingest_event(*bodies: str) -> dict[str, Any]:
+    template = load_event("sqs_ingest_batch.json")["Records"][0]
+    records = []
+    for i, body in enumerate(bodies):
+        record = copy.deepcopy(template)
+        record["messageId"] = f"import-{i}"
+        record["body"] = body
+        records.append(record)
+    return {"Records": records}
+
+
+def import_message(count: int, key: str = "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5c") -> str:
+    items = [
+        {"content": f"imported memory {i} about kestrels", "session_id": "bulk"}
+        for i in range(count)
+    ]
+    return json.dumps(
+        {"tenant_id": "acme", "owner_id": "alice", "idempotency_key": key, "body": {"items": items}}
+    )
+
+
+def dead_letters(deployed: Deployed) -> list[dict[str, Any]]:
+    response = deployed.sqs.receive_message(
+        QueueUrl=deployed.urls["ingest-dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    )
+    messages: list[dict[str, Any]] = response.get("Messages", [])
+    return messages
+
+
+def test_the_sample_payload_imports_two_events(deployed: Deployed) -> None:
+    from functions import ingest_consumer, runtime
+
+    response = ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
+    assert response == {"batchItemFailures": []}
+    engine = runtime.backend().engine
+    assert engine.process_pending(ALICE, budget_ms=0).pending == 2
+    assert engine.process_pending(ALICE).processed == 2
+    assert dead_letters(deployed) == []
+
+
+def test_large_import_is_split_and_redelivery_creates_no_duplicates(deployed: Deployed) -> None:
+    from functions import ingest_consumer, runtime
+
+    body = import_message(120)  # more than one transaction holds: split into 49 + 49 + 22
+    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
+        "batchItemFailures": []
+    }
+    engine = runtime.backend().engine
+    assert engine.process_pending(ALICE, budget_ms=0).pending == 120
+    # SQS delivers the same message again (at-least-once): nothing new is written.
+    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
+        "batchItemFailures": []
+    }
+    assert engine.process_pending(ALICE, budget_ms=0).pending == 120
+
+
+def test_invalid_messages_go_to_the_dlq_with_a_sanitized_reason(deployed: Deployed) -> None:
+    from functions import ingest_consumer
+
+    naive_time = json.dumps(
+        {
+            "tenant_id": "acme",
+            "owner_id": "alice",
+            "idempotency_key": "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5d",
+            "body": {"items": [{"content": "secret words", "event_time": "2024-03-10T01:30:00"}]},
+        }
+    )
+    wrong_owner = json.dumps(
+        {
+            "tenant_id": "acme",
+            "owner_id": "alice",
+            "idempotency_key": "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5e",
+            "body": {"user_id": "bob", "items": [{"content": "x"}]},
+        }
+    )
+    event = ingest_event("not json at all", naive_time, wrong_owner)
+    # Nothing is retried: a message that can never succeed is parked in the DLQ at once.
+    assert ingest_consumer.handler(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    parked = dead_letters(deployed)
+    reasons = sorted(m["MessageAttributes"]["prme_reason"]["StringValue"] for m in parked)
+    assert reasons == [
+        "invalid_message:body.items.0.event_time:timezone_aware",
+        "invalid_message:not_json",
+        "invalid_message:owner",
+    ]
+    assert all("secret words" not in reason for reason in reasons)
+
+
+def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deployed) -> None:
+    from functions import ingest_consumer, runtime
+
+    ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
+    engine = runtime.backend().engine
+    engine.process_pending(ALICE)
+    hits = engine.retrieve(ALICE, RetrieveInput(query="Imported note")).results
+    assert {h.content for h in hits} == {"Imported note one", "Imported note two"}
+    assert {h.content: h.speaker for h in hits}["Imported note two"] == "Caroline"
+    for hit in hits:
+        status, _ = engine.get_processing_status(ALICE, hit.evidence_refs[0])
+        assert status is ProcessingStatus.COMPLETED
