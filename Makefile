@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 UV := $(BIN)/uv
 PYTEST_ARGS ?=
 
-.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down
+.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,21 @@ bench: install
 	$(BIN)/python -m benchmarks.embedder_speed
 	$(BIN)/python -m benchmarks.store_retrieve
 	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve
+
+package: install  ## the Lambda asset (arm64 wheels, no Docker) in build/lambda
+	$(BIN)/python -m infra.package_lambda --out build/lambda
+
+infra/node_modules: infra/package-lock.json
+	cd infra && npm ci --no-audit --no-fund
+
+# The CDK CLI is pinned in infra/package.json; synth works offline, deploy needs credentials.
+CDK := cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 npx --no-install cdk
+
+synth: install infra/node_modules package
+	$(CDK) synth --quiet
+
+deploy: install infra/node_modules package
+	$(CDK) deploy --require-approval broadening
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,175 @@
+"""The OpenSearch Service domain: encrypted, HTTPS-only, IAM (SigV4) access for the functions."""
+
+from __future__ import annotations
+
+import json
+from typing import cast
+
+from aws_cdk import Acknowledgment, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_opensearchservice as opensearch
+from constructs import Construct
+
+from infra.config import DeploymentConfig
+
+ENGINE_VERSION = opensearch.EngineVersion.OPENSEARCH_2_19
+# Every HTTP verb the index adapter uses; never `es:*` (that includes domain administration).
+HTTP_ACTIONS = (
+    "es:ESHttpGet",
+    "es:ESHttpHead",
+    "es:ESHttpPost",
+    "es:ESHttpPut",
+    "es:ESHttpDelete",
+)
+
+
+def _zone_awareness(count: int) -> opensearch.ZoneAwarenessConfig:
+    if count == 1:
+        return opensearch.ZoneAwarenessConfig(enabled=False)
+    zones = 3 if count % 3 == 0 else 2
+    if count % zones:
+        raise ValueError(
+            f"prme:searchInstanceCount={count} cannot spread evenly over availability "
+            "zones; use 1, an even number, or a multiple of 3"
+        )
+    return opensearch.ZoneAwarenessConfig(enabled=True, availability_zone_count=zones)
+
+
+class Search(Construct):
+    """The index is derived data (`prme reindex` rebuilds it), so the domain is not retained."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig) -> None:
+        super().__init__(scope, construct_id)
+        retention = config.log_retention
+        log_groups = {
+            kind: logs.LogGroup(
+                self, f"{kind}Logs", retention=retention, removal_policy=RemovalPolicy.DESTROY
+            )
+            for kind in ("App", "SlowSearch", "SlowIndex")
+        }
+        # Written here as a plain CloudFormation resource instead of the construct's own
+        # custom resource, which would add a Node.js Lambda function to the stack.
+        logs_policy = logs.CfnResourcePolicy(
+            self,
+            "LogsResourcePolicy",
+            policy_name=f"{config.resource_prefix}-opensearch-logs",
+            policy_document=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "es.amazonaws.com"},
+                            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                            "Resource": [group.log_group_arn for group in log_groups.values()],
+                        }
+                    ],
+                }
+            ),
+        )
+        count = config.search_instance_count
+        # A fixed name lets the access policy name the domain's ARN without referring to
+        # the domain itself (a circular reference).
+        domain_name = f"{config.resource_prefix}-search"
+        self.paths_arn = Stack.of(self).format_arn(
+            service="es", resource="domain", resource_name=f"{domain_name}/*"
+        )
+        self.domain = opensearch.Domain(
+            self,
+            "Domain",
+            domain_name=domain_name,
+            version=ENGINE_VERSION,
+            capacity=opensearch.CapacityConfig(
+                data_node_instance_type=config.search_instance_type,
+                data_nodes=count,
+                multi_az_with_standby_enabled=False,
+            ),
+            ebs=opensearch.EbsOptions(
+                volume_size=config.search_volume_gb,
+                volume_type=ec2.EbsDeviceVolumeType.GP3,
+            ),
+            zone_awareness=_zone_awareness(count),
+            encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
+            node_to_node_encryption=True,
+            enforce_https=True,
+            tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2,
+            logging=opensearch.LoggingOptions(
+                app_log_enabled=True,
+                app_log_group=log_groups["App"],
+                slow_search_log_enabled=True,
+                slow_search_log_group=log_groups["SlowSearch"],
+                slow_index_log_enabled=True,
+                slow_index_log_group=log_groups["SlowIndex"],
+            ),
+            suppress_logs_resource_policy=True,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.domain.node.add_dependency(logs_policy)
+        self.paths_acknowledgment = Acknowledgment(
+            id=f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:es:<AWS::Region>:"
+            f"<AWS::AccountId>:domain/{domain_name}/*]",
+            reason="OpenSearch HTTP verbs on paths of this one domain (the index alias, its "
+            "versioned indexes, _bulk, _msearch); `domain/<name>/*` is resource-scoped.",
+        )
+        self._principals: list[iam.IRole] = []
+        self._acknowledge(count)
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"https://{self.domain.domain_endpoint}"
+
+    def grant_http(self, role: iam.IRole) -> None:
+        """Identity policy on the role and a matching statement in the domain's access policy."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(HTTP_ACTIONS), resources=[self.paths_arn])
+        )
+        self._principals.append(role)
+        Validations.of(role).acknowledge(self.paths_acknowledgment)
+        # Set on the CloudFormation resource directly: the construct's `access_policies`
+        # would deploy a custom resource (another Lambda function) to apply it.
+        cfn = cast(opensearch.CfnDomain, self.domain.node.default_child)
+        cfn.access_policies = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": [p.role_arn for p in self._principals]},
+                    "Action": list(HTTP_ACTIONS),
+                    "Resource": self.paths_arn,
+                }
+            ],
+        }
+
+    def _acknowledge(self, count: int) -> None:
+        acks = [
+            Acknowledgment(
+                id="AwsSolutions-OS1",
+                reason="The functions run outside a VPC (no NAT cost, faster cold starts); the "
+                "domain accepts only SigV4-signed requests from the function roles over TLS 1.2.",
+            ),
+            Acknowledgment(
+                id="AwsSolutions-OS3",
+                reason="Access is restricted by IAM principal (the function roles) in the "
+                "domain access policy, not by source IP: Lambda has no fixed addresses.",
+            ),
+        ]
+        if count < 3:
+            acks.append(
+                Acknowledgment(
+                    id="AwsSolutions-OS4",
+                    reason="Dedicated master nodes pay off at 3+ data nodes; small deployments "
+                    "keep the index rebuildable from the ledger instead (prme reindex).",
+                )
+            )
+        if count == 1:
+            acks.append(
+                Acknowledgment(
+                    id="AwsSolutions-OS7",
+                    reason="A single data node cannot be zone-aware; set "
+                    "prme:searchInstanceCount to 2+ for zone awareness. The index is "
+                    "derived data and can be rebuilt from the ledger.",
+                )
+            )
+        Validations.of(self.domain).acknowledge(*acks)

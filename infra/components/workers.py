@@ -1,0 +1,171 @@
+"""The four Lambda functions, their triggers, and each one's least-privilege grants."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from aws_cdk import Acknowledgment, CfnElement, Duration, Stack, Validations
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from constructs import Construct
+
+from infra.components.function_factory import FunctionFactory, FunctionSpec
+from infra.components.queues import Queues
+from infra.components.search import Search
+from infra.components.storage import Storage
+from infra.config import DeploymentConfig
+from prme.settings import Settings
+
+SQS_BATCH_SIZE = 10
+
+
+def _consumer_timeout(visibility_timeout_s: int) -> Duration:
+    # SQS needs visibility >= function timeout; half leaves room for a retry inside one lease.
+    return Duration.seconds(visibility_timeout_s // 2)
+
+
+class Workers(Construct):
+    """`api`, `materializer`, `ingest` (the bulk-ingest consumer) and `maintenance`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        storage: Storage,
+        queues: Queues,
+        search: Search,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._storage = storage
+        self._search = search
+        env = Settings.env_name
+        factory = FunctionFactory(
+            self,
+            code=lambda_.Code.from_asset(str(config.lambda_asset)),
+            environment={
+                env("backend"): "aws",
+                env("table_name"): storage.table.table_name,
+                env("queue_prefix"): config.resource_prefix,
+                env("opensearch_url"): search.endpoint_url,
+                env("opensearch_index_alias"): config.search_index_alias,
+                env("opensearch_auth"): "es",
+                env("embedder"): "bedrock",
+                env("bedrock_embedding_model_id"): config.embedding_model_id,
+            },
+            log_retention=config.log_retention,
+        )
+        concurrency = config.reserved_concurrency
+        materialize, extract, ingest = queues["materialize"], queues["extract"], queues["ingest"]
+
+        self.api = factory.build(
+            FunctionSpec(
+                "api", "functions.api.handler", 1024, Duration.seconds(29), concurrency["api"]
+            )
+        )
+        self.materializer = factory.build(
+            FunctionSpec(
+                "materializer",
+                "functions.materializer.handler",
+                1024,
+                _consumer_timeout(materialize.spec.visibility_timeout_s),
+                concurrency["materializer"],
+            )
+        )
+        self.ingest = factory.build(
+            FunctionSpec(
+                "ingest",
+                "functions.ingest_consumer.handler",
+                1024,
+                _consumer_timeout(ingest.spec.visibility_timeout_s),
+                concurrency["ingest"],
+            )
+        )
+        self.maintenance = factory.build(
+            FunctionSpec(
+                "maintenance",
+                "functions.maintenance.handler",
+                512,
+                Duration.minutes(2),
+                concurrency["maintenance"],
+            )
+        )
+        self.functions = {
+            "api": self.api,
+            "materializer": self.materializer,
+            "ingest": self.ingest,
+            "maintenance": self.maintenance,
+        }
+
+        for function, queue in ((self.materializer, materialize), (self.ingest, ingest)):
+            function.add_event_source(
+                sources.SqsEventSource(
+                    queue.queue, batch_size=SQS_BATCH_SIZE, report_batch_item_failures=True
+                )
+            )
+        events.Rule(
+            self,
+            "MaintenanceSchedule",
+            schedule=events.Schedule.rate(Duration.minutes(5)),
+            targets=[targets.LambdaFunction(self.maintenance)],
+        )
+
+        # Grants, function by function. The event sources above already grant consumption.
+        for function in self.functions.values():
+            self._grant_table(function)
+        # api: stores (index first, then commit, announce on failure) and retrieves.
+        for queue in (materialize, extract, ingest):
+            queue.queue.grant_send_messages(self.api)
+        self._grant_search(self.api)
+        self._grant_models(self.api, config.embedding_model_id)
+        # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
+        extract.queue.grant_send_messages(self.materializer)
+        self._grant_search(self.materializer)
+        self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
+        # ingest: commits fast-ingest batches and announces their materialization.
+        materialize.queue.grant_send_messages(self.ingest)
+        # maintenance: the sweeper re-announces overdue pending work.
+        for queue in (materialize, extract):
+            queue.queue.grant_send_messages(self.maintenance)
+
+    def _grant_table(self, function: lambda_.Function) -> None:
+        self._storage.table.grant_read_write_data(function)
+        Validations.of(function.role or function).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::<{self._table_logical_id()}.Arn>/index/*]",
+                reason="Queries on the GSIs of this one table (owner-pending, pending); the "
+                "wildcard covers only that table's own index names.",
+            )
+        )
+
+    def _grant_search(self, function: lambda_.Function) -> None:
+        if function.role is None:  # the factory always gives one
+            raise ValueError(f"{function.node.path} has no role to grant search access to")
+        self._search.grant_http(function.role)
+
+    def _grant_models(self, function: lambda_.Function, *model_ids: str) -> None:
+        stack = Stack.of(self)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[
+                    stack.format_arn(
+                        service="bedrock",
+                        account="",
+                        resource="foundation-model",
+                        resource_name=model_id,
+                    )
+                    for model_id in model_ids
+                ],
+            )
+        )
+
+    def _table_logical_id(self) -> str:
+        stack = Stack.of(self)
+        cfn_table = cast(CfnElement, self._storage.table.node.default_child)
+        return cast(str, stack.resolve(stack.get_logical_id(cfn_table)))
