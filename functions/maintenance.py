@@ -1,4 +1,4 @@
-"""Scheduled maintenance (EventBridge): re-announce overdue pending work (lost SQS sends, crashes)."""
+"""Scheduled maintenance (EventBridge): archive expired nodes, re-announce overdue pending work."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from functions.runtime import backend, logger, metrics, settings, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    swept = backend().engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
+    engine = backend().engine
+    archived = engine.archive_expired()
+    swept = engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
+    metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept)
-    logger.info("maintenance pass", extra={"overdue_announced": swept})
-    return {"overdue_announced": swept}
+    logger.info("maintenance pass", extra={"archived": archived, "overdue_announced": swept})
+    return {"expired_archived": archived, "overdue_announced": swept}

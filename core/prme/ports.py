@@ -62,6 +62,16 @@ class Ledger(Protocol):
         ConflictError when the node already exists (another pass built it)."""
         ...
 
+    def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
+        """Nodes of every owner whose TTL ran out by `at` and that are not archived yet."""
+        ...
+
+    def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
+        """Replace a node with its archived state, with its journal record and index work.
+
+        ConflictError when the stored node changed since it was read."""
+        ...
+
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None: ...

@@ -192,3 +192,25 @@ def test_receipts_are_saved_and_replay(any_backend: Harness) -> None:
     receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
     assert receipt.replay_matches()
     assert receipt.returned_node_ids == [r.node_id for r in response.results]
+
+
+def test_expired_nodes_are_archived_by_maintenance_with_a_journal_record(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    short = store(h, "door code 4411 for the week", ttl_days=1)
+    lasting = store(h, "door code history", ttl_days=None)
+    assert h.engine.archive_expired() == 0
+    h.clock.advance(days=1, seconds=1)
+    assert h.engine.archive_expired() == 1
+    assert h.engine.archive_expired() == 0  # a second pass archives nothing twice
+    node = h.engine.get_node(ALICE, short.node_id)
+    assert node.lifecycle_state.value == "archived"
+    assert h.engine.get_node(ALICE, lasting.node_id).lifecycle_state.value == "tentative"
+    assert h.engine.get_event(ALICE, short.event_id).content == "door code 4411 for the week"
+    # The index learns the new state through ordinary work.
+    assert h.engine.process_pending(ALICE).processed == 1
+    explicit = h.engine.retrieve(
+        ALICE, RetrieveInput.model_validate({"query": "door code", "mode": "explicit"})
+    )
+    assert [r.node_id for r in explicit.results] == [lasting.node_id]

@@ -90,7 +90,12 @@ def test_table_keys_and_gsis_match_the_resource_definition(synth: Synth) -> None
     props = table["Properties"]
     assert props["KeySchema"] == expected["KeySchema"]
     indexes = {gsi["IndexName"]: gsi for gsi in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {resources.OWNER_PENDING_INDEX, resources.PENDING_INDEX}
+    assert set(indexes) == {gsi["IndexName"] for gsi in expected["GlobalSecondaryIndexes"]}
+    assert {
+        resources.OWNER_PENDING_INDEX,
+        resources.PENDING_INDEX,
+        resources.EXPIRING_INDEX,
+    } <= set(indexes)
     for gsi in expected["GlobalSecondaryIndexes"]:
         assert indexes[gsi["IndexName"]]["KeySchema"] == gsi["KeySchema"]
 

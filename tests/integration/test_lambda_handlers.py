@@ -159,7 +159,7 @@ def test_maintenance_announces_overdue_work(
 
     time.sleep(1.1)
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
-    assert result == {"overdue_announced": 1}
+    assert result == {"expired_archived": 0, "overdue_announced": 1}
     messages = deployed.sqs.receive_message(
         QueueUrl=deployed.urls["materialize"], MaxNumberOfMessages=10
     )

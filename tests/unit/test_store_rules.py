@@ -213,3 +213,19 @@ def test_idempotency_keys_are_per_owner(harness: Harness) -> None:
     mine = harness.engine.store(ALICE, store_input(), idempotency_key="shared")
     theirs = harness.engine.store(BOB, store_input(), idempotency_key="shared")
     assert mine.event_id != theirs.event_id
+
+
+def test_ttl_archive_journals_the_transition(harness: Harness) -> None:
+    result = harness.engine.store(ALICE, store_input(ttl_days=2))
+    harness.clock.advance(days=3)
+    assert harness.engine.archive_expired() == 1
+    records = [
+        j
+        for j in harness.ledger.journal.values()  # type: ignore[attr-defined]
+        if j.operation == "ttl_expiry_archive"
+    ]
+    assert len(records) == 1
+    assert records[0].subject_id == result.node_id
+    assert records[0].payload["from_state"] == "tentative"
+    assert records[0].payload["to_state"] == "archived"
+    assert records[0].verify()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prme.engine import ingest_fast, materialize, reads, retrieve, store
+from prme.engine import expiry, ingest_fast, materialize, reads, retrieve, store
 from prme.engine.deps import EngineDeps
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
@@ -61,6 +61,9 @@ class MemoryEngine:
 
     def fail_work(self, ref: WorkRef, reason: str) -> bool:
         return materialize.fail_work(self.deps, ref, reason)
+
+    def archive_expired(self, *, limit: int = 100) -> int:
+        return expiry.archive_expired_nodes(self.deps, limit=limit)
 
     def sweep_overdue(self, *, overdue_seconds: int) -> int:
         return materialize.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)

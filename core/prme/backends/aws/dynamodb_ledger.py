@@ -23,7 +23,7 @@ from prme.errors import (
     RetryableStorageError,
     StorageUnavailableError,
 )
-from prme.model.enums import WorkStatus
+from prme.model.enums import LifecycleState, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -287,6 +287,9 @@ class DynamoDbLedger:
             "kind": {"S": "node"},
             "body": {"S": n.model_dump_json()},
         }
+        if n.expires_at is not None and n.lifecycle_state is not LifecycleState.ARCHIVED:
+            node[resources.EXPIRING_PK] = {"S": f"EXPIRING#{_shard(n.id)}"}
+            node[resources.EXPIRING_SK] = {"S": f"{_sortable(n.expires_at)}#{n.id}"}
         if self._node_ttl_grace is not None and n.expires_at is not None:
             expiry = int((n.expires_at + self._node_ttl_grace).timestamp())
             node[resources.TTL_ATTRIBUTE] = {"N": str(expiry)}
@@ -457,6 +460,50 @@ class DynamoDbLedger:
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
         self._transact([self._put_new(item) for item in items])
+
+    def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
+        if limit <= 0:
+            return []
+        bound = f"{_sortable(at)}#~"  # '~' sorts after every id: includes expiry == at
+        runs = [
+            self._query_items(
+                limit=limit,
+                IndexName=resources.EXPIRING_INDEX,
+                KeyConditionExpression="#pk = :pk AND #sk <= :bound",
+                ExpressionAttributeNames={
+                    "#pk": resources.EXPIRING_PK,
+                    "#sk": resources.EXPIRING_SK,
+                },
+                ExpressionAttributeValues={
+                    ":pk": {"S": f"EXPIRING#{shard}"},
+                    ":bound": {"S": bound},
+                },
+            )
+            for shard in range(resources.PENDING_SHARDS)
+        ]
+        merged = heapq.merge(*runs, key=lambda item: str(item[resources.EXPIRING_SK]["S"]))
+        nodes = (MemoryNode.model_validate_json(_body(item)) for item in merged)
+        return [n for n in nodes if n.lifecycle_state is not LifecycleState.ARCHIVED][:limit]
+
+    def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
+        (stored, *_links) = self._node_items(node)
+        # Only an unarchived node still carries the expiry index attribute: the guard
+        # against two passes archiving (and journaling) the same node.
+        replace = (
+            "Put",
+            stored,
+            {
+                "ConditionExpression": "attribute_exists(#ex)",
+                "ExpressionAttributeNames": {"#ex": resources.EXPIRING_PK},
+            },
+        )
+        self._transact(
+            [
+                replace,
+                self._put_new(self._journal_item(journal)),
+                self._put_new(self._work_item(work)),
+            ]
+        )
 
     def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
         stored, update = self._work_update(work)

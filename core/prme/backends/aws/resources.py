@@ -21,6 +21,10 @@ PENDING_INDEX = "pending"
 PENDING_PK = "pw_pk"
 PENDING_SK = "pw_sk"
 PENDING_SHARDS = 8
+# Sparse GSI of nodes with an expiry that are not archived yet, sharded like pending work.
+EXPIRING_INDEX = "expiring"
+EXPIRING_PK = "ex_pk"
+EXPIRING_SK = "ex_sk"
 # DynamoDB's item limit is 400 KB including attribute names; keep a margin for them.
 MAX_ITEM_BYTES = 390_000
 MAX_TRANSACTION_ITEMS = 100
@@ -29,7 +33,16 @@ MAX_TRANSACTION_BYTES = 4_000_000
 
 def table_definition(table_name: str) -> dict[str, Any]:
     """Arguments of DynamoDB CreateTable (on-demand billing)."""
-    keys = [PARTITION_KEY, SORT_KEY, OWNER_PENDING_PK, OWNER_PENDING_SK, PENDING_PK, PENDING_SK]
+    keys = [
+        PARTITION_KEY,
+        SORT_KEY,
+        OWNER_PENDING_PK,
+        OWNER_PENDING_SK,
+        PENDING_PK,
+        PENDING_SK,
+        EXPIRING_PK,
+        EXPIRING_SK,
+    ]
     return {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
@@ -52,6 +65,14 @@ def table_definition(table_name: str) -> dict[str, Any]:
                 "KeySchema": [
                     {"AttributeName": PENDING_PK, "KeyType": "HASH"},
                     {"AttributeName": PENDING_SK, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": EXPIRING_INDEX,
+                "KeySchema": [
+                    {"AttributeName": EXPIRING_PK, "KeyType": "HASH"},
+                    {"AttributeName": EXPIRING_SK, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
             },

@@ -52,6 +52,10 @@ CREATE INDEX IF NOT EXISTS work_by_event ON work (tenant, owner, event_id);
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, operation TEXT NOT NULL, key TEXT NOT NULL,
     body TEXT NOT NULL, PRIMARY KEY (tenant, owner, operation, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS node_expiry (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL, expires_at REAL NOT NULL,
+    PRIMARY KEY (tenant, owner, node_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS node_expiry_by_time ON node_expiry (expires_at);
 CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
@@ -164,8 +168,49 @@ class SqliteLedger:
                 (work.status.value, work.model_dump_json(), work.id, work.tenant_id, work.owner_id),
             )
 
+    def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
+        rows = self._query(
+            "SELECT n.body FROM node_expiry x JOIN nodes n "
+            "ON n.tenant=x.tenant AND n.owner=x.owner AND n.id=x.node_id "
+            "WHERE x.expires_at <= ? ORDER BY x.expires_at, x.node_id LIMIT ?",
+            (at.timestamp(), limit),
+        )
+        return [MemoryNode.model_validate_json(body) for (body,) in rows]
+
+    def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
+        with self._transaction() as tx:
+            # Leaving the expiry list is the guard: a node is archived by one pass only.
+            gone = tx.execute(
+                "DELETE FROM node_expiry WHERE tenant=? AND owner=? AND node_id=?",
+                (node.tenant_id, node.owner_id, node.id),
+            ).rowcount
+            if not gone:
+                raise sqlite3.IntegrityError("node already archived")
+            tx.execute(
+                "UPDATE nodes SET body=? WHERE tenant=? AND owner=? AND id=?",
+                (node.model_dump_json(), node.tenant_id, node.owner_id, node.id),
+            )
+            self._insert_journal(tx, journal)
+            tx.execute(
+                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    work.id,
+                    work.tenant_id,
+                    work.owner_id,
+                    work.event_id,
+                    work.status.value,
+                    work.created_at.isoformat(),
+                    work.model_dump_json(),
+                ),
+            )
+
     @staticmethod
     def _insert_node(tx: sqlite3.Connection, n: MemoryNode) -> None:
+        if n.expires_at is not None:
+            tx.execute(
+                "INSERT INTO node_expiry VALUES (?, ?, ?, ?)",
+                (n.tenant_id, n.owner_id, n.id, n.expires_at.timestamp()),
+            )
         tx.execute(
             "INSERT INTO nodes VALUES (?, ?, ?, ?)",
             (n.tenant_id, n.owner_id, n.id, n.model_dump_json()),

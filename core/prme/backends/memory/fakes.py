@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
-from prme.model.enums import WorkStatus
+from prme.model.enums import LifecycleState, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -81,6 +81,24 @@ class InMemoryLedger:
             if key in self.nodes:
                 raise ConflictError("node already exists")
             self.nodes[key] = node
+            self.work[work.id] = work
+
+    def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
+        expired = [
+            n
+            for n in self.nodes.values()
+            if n.is_expired(at) and n.lifecycle_state is not LifecycleState.ARCHIVED
+        ]
+        return sorted(expired, key=lambda n: (n.expires_at or at, n.id))[:limit]
+
+    def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
+        with self._lock:
+            key = (node.tenant_id, node.owner_id, node.id)
+            current = self.nodes.get(key)
+            if current is None or current.lifecycle_state is LifecycleState.ARCHIVED:
+                raise ConflictError("node changed")
+            self.nodes[key] = node
+            self.journal[(journal.tenant_id, journal.owner_id, journal.id)] = journal
             self.work[work.id] = work
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:

@@ -1,0 +1,59 @@
+"""TTL expiry: nodes past their expiry leave retrieval at once and are archived by maintenance.
+
+Retrieval already hides a node from its expiry time on; this pass makes that durable in
+the lifecycle, with a journal record, and queues the index update. The source event stays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from prme.engine.deps import EngineDeps
+from prme.errors import ConflictError, PrmeError
+from prme.model.enums import LifecycleState, WorkKind
+from prme.model.records import JournalRecord, OwnerKey, WorkItem
+
+TTL_ARCHIVE_OPERATION = "ttl_expiry_archive"
+
+
+def archive_expired_nodes(deps: EngineDeps, *, limit: int = 100) -> int:
+    """Archive up to `limit` expired nodes across owners; returns how many this pass archived."""
+    now = deps.clock.now()
+    archived = 0
+    for node in deps.ledger.list_expired_nodes(now, limit):
+        owner = OwnerKey(tenant_id=node.tenant_id, owner_id=node.owner_id)
+        updated = node.model_copy(
+            update={"lifecycle_state": LifecycleState.ARCHIVED, "updated_at": now}
+        )
+        journal = JournalRecord.build(
+            record_id=deps.ids(),
+            owner=owner,
+            operation=TTL_ARCHIVE_OPERATION,
+            subject_id=node.id,
+            created_at=now,
+            payload={
+                "node_id": node.id,
+                "from_state": node.lifecycle_state.value,
+                "to_state": LifecycleState.ARCHIVED.value,
+                "expires_at": node.expires_at.isoformat() if node.expires_at else None,
+            },
+        )
+        # The index copy must learn the new state too: a normal index work item does it.
+        work = WorkItem(
+            id=deps.ids(),
+            tenant_id=node.tenant_id,
+            owner_id=node.owner_id,
+            kind=WorkKind.INDEX_NODE,
+            event_id=node.evidence_refs[0] if node.evidence_refs else node.id,
+            node_id=node.id,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            deps.ledger.archive_node(updated, journal, work)
+        except ConflictError:
+            continue  # another pass archived it first
+        archived += 1
+        with contextlib.suppress(PrmeError):
+            deps.queue.enqueue([work])
+    return archived
