@@ -65,7 +65,9 @@ def boto_client(service: str, endpoint: str) -> Any:
         service,
         endpoint_url=endpoint,
         region_name="us-east-1",
-        config=Config(retries={"mode": "standard", "max_attempts": 3}),
+        # moto can fail concurrent transactions with an internal error (a moto artifact that
+        # botocore retries as it would a 500 from AWS); allow enough attempts for it.
+        config=Config(retries={"mode": "standard", "max_attempts": 8}),
     )
 
 

@@ -98,3 +98,15 @@ def test_unreachable_queue_raises_storage_unavailable() -> None:
 def test_malformed_messages_are_rejected(body: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequestError):
         WorkRef.from_message(body)
+
+
+def test_bootstrap_keeps_queues_that_exist_with_other_attributes(
+    aws_endpoint: str, aws_names: AwsNames
+) -> None:
+    sqs = boto_client("sqs", aws_endpoint)
+    spec_name = f"{aws_names.queue_prefix}-materialize"
+    existing = sqs.create_queue(QueueName=spec_name, Attributes={"VisibilityTimeout": "7"})[
+        "QueueUrl"
+    ]
+    urls = ensure_queues(sqs, aws_names.queue_prefix)
+    assert urls["materialize"] == existing

@@ -31,20 +31,29 @@ def ensure_table(dynamodb: Any, table_name: str) -> bool:
 def ensure_queues(sqs: Any, prefix: str) -> dict[str, str]:
     """Create every work queue with its dead-letter queue and redrive; returns queue URLs."""
     urls: dict[str, str] = {}
+
+    def create(name: str, attributes: dict[str, str] | None = None) -> str:
+        try:
+            url: str = sqs.create_queue(QueueName=name, Attributes=attributes or {})["QueueUrl"]
+        except sqs.exceptions.QueueNameExists:
+            # Created by the CDK stack with its own attributes: that queue is the right one.
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        return url
+
     for purpose, spec in resources.queue_specs(prefix).items():
-        dlq_url = sqs.create_queue(QueueName=spec.dead_letter_name)["QueueUrl"]
+        dlq_url = create(spec.dead_letter_name)
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
-        urls[purpose] = sqs.create_queue(
-            QueueName=spec.name,
-            Attributes={
+        urls[purpose] = create(
+            spec.name,
+            {
                 "VisibilityTimeout": str(spec.visibility_timeout_s),
                 "RedrivePolicy": json.dumps(
                     {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(spec.max_receive_count)}
                 ),
             },
-        )["QueueUrl"]
+        )
         urls[f"{purpose}-dlq"] = dlq_url
     return urls
 
