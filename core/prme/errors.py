@@ -94,6 +94,16 @@ class EmbeddingModelMismatchError(EmbeddingUnavailableError):
     default_detail = "Embedding model mismatch"
 
 
+class ExtractionUnavailableError(PrmeError):
+    """The extraction provider failed or returned output that failed validation."""
+
+    default_detail = "Extraction is unavailable"
+
+    def __init__(self, detail: str | None = None, *, reason_code: str = "ExtractionFailed") -> None:
+        super().__init__(detail)
+        self.reason_code = reason_code
+
+
 class WorkDeferredError(PrmeError):
     """Queued work could not run because a dependency is down; the message should be retried."""
 

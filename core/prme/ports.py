@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from prme.model.extraction import Extraction
 from prme.model.records import (
     Credential,
     Event,
@@ -42,6 +43,17 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """L2-normalised vectors, shape (len(texts), dimension). Raises EmbeddingUnavailableError."""
+        ...
+
+
+class Extractor(Protocol):
+    """Derives grounded artifacts from one source text. Raises ExtractionUnavailableError."""
+
+    @property
+    def name(self) -> str: ...
+
+    def extract(self, text: str, *, reference_time: datetime) -> Extraction:
+        """`reference_time` anchors relative dates: the source's event time, else ingestion."""
         ...
 
 

@@ -361,3 +361,85 @@ def test_store_idempotency_key_header(api: Api) -> None:
         "/v1/store", json={"content": "x"}, headers={**api.alice, "Idempotency-Key": "nope"}
     )
     assert bad.status_code == 422
+
+
+def test_fast_ingest_then_materialization_passes(api: Api) -> None:
+    key = str(uuid.uuid4())
+    body = {
+        "items": [
+            {
+                "content": "We booked the ferry to Naxos.",
+                "session_id": "trip",
+                "event_time": "2024-05-01T10:00:00+02:00",
+            },
+            {"content": "Ferry leaves at 7am.", "role": "participant", "speaker": "Nikos"},
+        ]
+    }
+    headers = {**api.alice, "Idempotency-Key": key}
+    first = api.client.post("/v1/ingest/fast", json=body, headers=headers)
+    assert first.status_code == 200, first.text
+    ids = first.json()["event_ids"]
+    assert first.json()["accepted"] == 2
+    assert [
+        api.client.get(f"/v1/events/{i}", headers=api.alice).json()["content"] for i in ids
+    ] == [
+        "We booked the ferry to Naxos.",
+        "Ferry leaves at 7am.",
+    ]
+    # Retried after an ambiguous failure: the same ids, nothing written twice.
+    assert api.client.post("/v1/ingest/fast", json=body, headers=headers).json()["event_ids"] == ids
+    changed = {"items": list(reversed(body["items"]))}
+    assert api.client.post("/v1/ingest/fast", json=changed, headers=headers).status_code == 409
+
+    count = api.client.post(
+        "/v1/materializations/process", json={"budget_ms": 0}, headers=api.alice
+    )
+    assert count.json() == {"processed": 0, "pending": 2, "failed": 0}
+    done = api.client.post("/v1/materializations/process", json={}, headers=api.alice).json()
+    assert done == {"processed": 2, "pending": 0, "failed": 0}
+    status = api.client.get(f"/v1/events/{ids[1]}/processing-status", headers=api.alice).json()
+    assert status["processing_status"] == "completed"
+    hits = api.client.post("/v1/retrieve", json={"query": "ferry Naxos"}, headers=api.alice).json()
+    assert {r["evidence_refs"][0] for r in hits["results"]} == set(ids)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"items": []},
+        {"items": [{"content": "x"}] * 50},
+        {"items": [{"content": "x", "retrieval_content": "y"}]},
+        {"items": [{"content": "x"}], "namespace": "n"},
+    ],
+)
+def test_invalid_fast_ingest_is_422_and_writes_nothing(api: Api, body: dict[str, Any]) -> None:
+    response = api.client.post("/v1/ingest/fast", json=body, headers=api.alice)
+    assert response.status_code == 422
+    count = api.client.post(
+        "/v1/materializations/process", json={"budget_ms": 0}, headers=api.alice
+    )
+    assert count.json()["pending"] == 0
+
+
+def test_too_large_batch_names_the_limit(api: Api) -> None:
+    response = api.client.post(
+        "/v1/ingest/fast", json={"items": [{"content": "x"}] * 50}, headers=api.alice
+    )
+    assert "at most 49 items" in response.text
+
+
+def test_operators_must_name_the_owner_for_materialization(api: Api) -> None:
+    assert (
+        api.client.post("/v1/materializations/process", json={}, headers=api.operator).status_code
+        == 422
+    )
+    named = api.client.post(
+        "/v1/materializations/process", json={"user_id": "alice"}, headers=api.operator
+    )
+    assert named.status_code == 200
+    assert (
+        api.client.post(
+            "/v1/materializations/process", json={"budget_ms": -1}, headers=api.alice
+        ).status_code
+        == 422
+    )

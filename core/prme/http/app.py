@@ -17,6 +17,10 @@ from prme.http.schemas import (
     AcceptedErrorResponse,
     ErrorResponse,
     EventResponse,
+    FastIngestRequest,
+    FastIngestResponse,
+    MaterializationRequest,
+    MaterializationResponse,
     NodeResponse,
     ProcessingStatusResponse,
     RetrieveRequest,
@@ -25,7 +29,7 @@ from prme.http.schemas import (
     StoreResponse,
     WorkItemResponse,
 )
-from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.inputs import FastIngestInput, RetrieveInput, StoreInput
 from prme.retrieval.receipts import RetrievalReceipt
 
 
@@ -107,6 +111,31 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
             event_id=result.event_id,
             node_id=result.node_id,
             processing_status=result.processing_status,
+        )
+
+    @app.post("/v1/ingest/fast", response_model=FastIngestResponse, responses=_WRITE_ERRORS)
+    def ingest_fast(
+        body: FastIngestRequest, caller: Caller, idempotency_key: IdempotencyKey = None
+    ) -> FastIngestResponse:
+        owner = resolve_owner(caller, body.user_id)
+        request = FastIngestInput.model_validate(
+            body.model_dump(exclude={"user_id"}, exclude_unset=True)
+        )
+        key = str(idempotency_key) if idempotency_key is not None else None
+        result = engine.ingest_fast(owner, request, idempotency_key=key)
+        return FastIngestResponse(event_ids=result.event_ids, accepted=result.accepted)
+
+    @app.post(
+        "/v1/materializations/process", response_model=MaterializationResponse, responses=_ERRORS
+    )
+    def process_materializations(
+        body: MaterializationRequest, caller: Caller
+    ) -> MaterializationResponse:
+        report = engine.process_pending(
+            resolve_owner(caller, body.user_id), budget_ms=body.budget_ms
+        )
+        return MaterializationResponse(
+            processed=report.processed, pending=report.pending, failed=report.failed
         )
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse, responses=_ERRORS)

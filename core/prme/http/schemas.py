@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import ProcessingStatus
-from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.inputs import FastIngestInput, RetrieveInput, StoreInput
 from prme.model.records import Event, MemoryNode, WorkItem
 from prme.retrieval.results import ContextBundle, RetrievalMetrics, RetrievalResult
 
@@ -28,6 +28,32 @@ class StoreResponse(BaseModel):
     event_id: str
     node_id: str | None
     processing_status: ProcessingStatus
+
+
+class FastIngestRequest(FastIngestInput):
+    """POST /v1/ingest/fast: an ordered batch for one owner, validated before any I/O."""
+
+    user_id: str | None = USER_ID
+
+
+class FastIngestResponse(BaseModel):
+    event_ids: list[str]
+    accepted: int
+
+
+class MaterializationRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = USER_ID
+    budget_ms: int | None = Field(
+        default=None, ge=0, le=900_000, strict=True, description="0 only counts pending work"
+    )
+
+
+class MaterializationResponse(BaseModel):
+    processed: int
+    pending: int
+    failed: int
 
 
 class RetrieveRequest(RetrieveInput):

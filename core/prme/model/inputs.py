@@ -146,7 +146,17 @@ class FastIngestInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    items: list[FastIngestItem] = Field(min_length=1, max_length=MAX_FAST_INGEST_ITEMS)
+    items: list[FastIngestItem] = Field(min_length=1)
+
+    @field_validator("items")
+    @classmethod
+    def _fits_one_transaction(cls, items: list[FastIngestItem]) -> list[FastIngestItem]:
+        if len(items) > MAX_FAST_INGEST_ITEMS:
+            raise ValueError(
+                f"at most {MAX_FAST_INGEST_ITEMS} items fit one transaction; "
+                "split the batch or send it through the SQS ingest queue"
+            )
+        return items
 
 
 class RetrievalFilters(BaseModel):
