@@ -21,6 +21,7 @@ from prme.model.records import (
     IngestCommit,
     JournalRecord,
     MemoryNode,
+    NodeChange,
     OwnerKey,
     StoreCommit,
     WorkItem,
@@ -82,6 +83,12 @@ class Ledger(Protocol):
         """Replace a node with its archived state, with its journal record and index work.
 
         ConflictError when the stored node changed since it was read."""
+        ...
+
+    def commit_node_change(self, change: NodeChange) -> None:
+        """Updates, edges, journal, work and key in one transaction.
+
+        ConflictError when a node changed since it was read or the key is already used."""
         ...
 
     def get_idempotency(

@@ -443,3 +443,53 @@ def test_operators_must_name_the_owner_for_materialization(api: Api) -> None:
         ).status_code
         == 422
     )
+
+
+def test_lifecycle_routes(api: Api) -> None:
+    stored = store(api, api.alice, content="I prefer aisle seats")
+    node = stored["node_id"]
+    key = str(uuid.uuid4())
+    headers = {**api.alice, "Idempotency-Key": key}
+    promoted = api.client.put(f"/v1/nodes/{node}/promote", headers=headers)
+    assert promoted.status_code == 200
+    assert promoted.json()["lifecycle_state"] == "stable"
+    assert api.client.put(f"/v1/nodes/{node}/promote", headers=headers).status_code == 200
+    assert api.client.put(f"/v1/nodes/{node}/promote", headers=api.alice).status_code == 409
+    assert api.client.put(f"/v1/nodes/{node}/archive", headers=headers).status_code == 409
+    reinforced = api.client.put(
+        f"/v1/nodes/{node}/reinforce", json={"evidence_id": stored["event_id"]}, headers=api.alice
+    )
+    assert reinforced.status_code == 200
+    assert reinforced.json()["confidence"] > promoted.json()["confidence"]
+    assert api.client.put(f"/v1/nodes/{node}/reinforce", headers=api.alice).status_code == 200
+    assert api.client.put(f"/v1/nodes/{node}/archive", headers=api.bob).status_code == 404
+    assert api.client.put("/v1/nodes/not-a-uuid/archive", headers=api.alice).status_code == 422
+    assert (
+        api.client.put(
+            f"/v1/nodes/{node}/archive", headers={**api.alice, "Idempotency-Key": "x"}
+        ).status_code
+        == 422
+    )
+    archived = api.client.put(f"/v1/nodes/{node}/archive", headers=api.alice)
+    assert archived.json()["lifecycle_state"] == "archived"
+
+
+def test_supersedence_route(api: Api) -> None:
+    old = store(api, api.alice, content="My dentist is Dr. Alves")
+    new = store(api, api.alice, content="My new dentist is Dr. Reis")
+    body = {
+        "old_node_id": old["node_id"],
+        "new_node_id": new["node_id"],
+        "evidence_id": new["event_id"],
+    }
+    response = api.client.post("/v1/supersedences", json=body, headers=api.alice)
+    assert response.status_code == 200, response.text
+    assert [n["lifecycle_state"] for n in response.json()] == ["superseded", "tentative"]
+    assert api.client.post("/v1/supersedences", json=body, headers=api.alice).status_code == 200
+    changed = {**body, "evidence_id": old["event_id"]}
+    assert api.client.post("/v1/supersedences", json=changed, headers=api.alice).status_code == 422
+    assert api.client.post("/v1/supersedences", json=body, headers=api.bob).status_code == 404
+    assert (
+        api.client.post("/v1/supersedences", json={**body, "x": 1}, headers=api.alice).status_code
+        == 422
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prme.engine import expiry, ingest_fast, materialize, reads, retrieve, store
+from prme.engine import expiry, ingest_fast, lifecycle, materialize, reads, retrieve, store
 from prme.engine.deps import EngineDeps
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
@@ -61,6 +61,39 @@ class MemoryEngine:
 
     def fail_work(self, ref: WorkRef, reason: str) -> bool:
         return materialize.fail_work(self.deps, ref, reason)
+
+    def promote(
+        self, owner: OwnerKey, node_id: str, *, idempotency_key: str | None = None
+    ) -> MemoryNode:
+        return lifecycle.promote(self.deps, owner, node_id, idempotency_key=idempotency_key)
+
+    def archive(
+        self, owner: OwnerKey, node_id: str, *, idempotency_key: str | None = None
+    ) -> MemoryNode:
+        return lifecycle.archive(self.deps, owner, node_id, idempotency_key=idempotency_key)
+
+    def reinforce(
+        self,
+        owner: OwnerKey,
+        node_id: str,
+        *,
+        evidence_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> MemoryNode:
+        return lifecycle.reinforce(
+            self.deps, owner, node_id, evidence_id=evidence_id, idempotency_key=idempotency_key
+        )
+
+    def supersede(
+        self, owner: OwnerKey, *, old_node_id: str, new_node_id: str, evidence_id: str | None = None
+    ) -> tuple[MemoryNode, MemoryNode]:
+        return lifecycle.supersede(
+            self.deps,
+            owner,
+            old_node_id=old_node_id,
+            new_node_id=new_node_id,
+            evidence_id=evidence_id,
+        )
 
     def archive_expired(self, *, limit: int = 100) -> int:
         return expiry.archive_expired_nodes(self.deps, limit=limit)

@@ -23,10 +23,12 @@ from prme.http.schemas import (
     MaterializationResponse,
     NodeResponse,
     ProcessingStatusResponse,
+    ReinforceRequest,
     RetrieveRequest,
     RetrieveResponse,
     StoreRequest,
     StoreResponse,
+    SupersedenceRequest,
     WorkItemResponse,
 )
 from prme.model.inputs import FastIngestInput, RetrieveInput, StoreInput
@@ -183,6 +185,62 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     @app.get("/v1/nodes/{node_id}", response_model=NodeResponse, responses=_READ_ERRORS)
     def get_node(node_id: UUID, caller: Caller, user_id: UserIdQuery = None) -> NodeResponse:
         return NodeResponse.of(engine.get_node(resolve_owner(caller, user_id), str(node_id)))
+
+    move_errors: dict[int | str, dict[str, Any]] = {
+        **_READ_ERRORS,
+        409: {
+            "model": ErrorResponse,
+            "description": "The node's state does not allow the move, or the Idempotency-Key "
+            "was used for another request",
+        },
+    }
+
+    @app.put("/v1/nodes/{node_id}/promote", response_model=NodeResponse, responses=move_errors)
+    def promote(
+        node_id: UUID,
+        caller: Caller,
+        idempotency_key: IdempotencyKey = None,
+        user_id: UserIdQuery = None,
+    ) -> NodeResponse:
+        key = str(idempotency_key) if idempotency_key is not None else None
+        owner = resolve_owner(caller, user_id)
+        return NodeResponse.of(engine.promote(owner, str(node_id), idempotency_key=key))
+
+    @app.put("/v1/nodes/{node_id}/archive", response_model=NodeResponse, responses=move_errors)
+    def archive(
+        node_id: UUID,
+        caller: Caller,
+        idempotency_key: IdempotencyKey = None,
+        user_id: UserIdQuery = None,
+    ) -> NodeResponse:
+        key = str(idempotency_key) if idempotency_key is not None else None
+        owner = resolve_owner(caller, user_id)
+        return NodeResponse.of(engine.archive(owner, str(node_id), idempotency_key=key))
+
+    @app.put("/v1/nodes/{node_id}/reinforce", response_model=NodeResponse, responses=move_errors)
+    def reinforce(
+        node_id: UUID,
+        caller: Caller,
+        body: ReinforceRequest | None = None,
+        idempotency_key: IdempotencyKey = None,
+        user_id: UserIdQuery = None,
+    ) -> NodeResponse:
+        key = str(idempotency_key) if idempotency_key is not None else None
+        evidence = str(body.evidence_id) if body and body.evidence_id else None
+        node = engine.reinforce(
+            resolve_owner(caller, user_id), str(node_id), evidence_id=evidence, idempotency_key=key
+        )
+        return NodeResponse.of(node)
+
+    @app.post("/v1/supersedences", response_model=list[NodeResponse], responses=move_errors)
+    def supersede(body: SupersedenceRequest, caller: Caller) -> list[NodeResponse]:
+        old, new = engine.supersede(
+            resolve_owner(caller, body.user_id),
+            old_node_id=str(body.old_node_id),
+            new_node_id=str(body.new_node_id),
+            evidence_id=str(body.evidence_id) if body.evidence_id else None,
+        )
+        return [NodeResponse.of(old), NodeResponse.of(new)]
 
     @app.get("/v1/retrievals/{request_id}", response_model=RetrievalReceipt, responses=_READ_ERRORS)
     def get_retrieval(

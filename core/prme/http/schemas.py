@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +55,21 @@ class MaterializationResponse(BaseModel):
     processed: int
     pending: int
     failed: int
+
+
+class ReinforceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    evidence_id: UUID | None = None
+
+
+class SupersedenceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    old_node_id: UUID
+    new_node_id: UUID
+    evidence_id: UUID | None = None
+    user_id: str | None = USER_ID
 
 
 class RetrieveRequest(RetrieveInput):

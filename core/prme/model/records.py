@@ -212,3 +212,33 @@ class IngestCommit(BaseModel):
     work: tuple[WorkItem, ...]
     journal: JournalRecord
     idempotency: IdempotencyRecord | None = None
+
+
+class MemoryEdge(BaseModel):
+    """A typed link between two nodes of one owner (supersedes, alias_of, ...)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    owner_id: str
+    edge_type: str
+    source_node_id: str
+    target_node_id: str
+    evidence_refs: tuple[str, ...] = ()
+    created_at: AwareDatetime
+
+
+class NodeChange(BaseModel):
+    """Node state changes committed atomically with their audit record.
+
+    Each updated node carries the exact state it replaces: the commit fails with a
+    conflict when the stored node is no longer that state (optimistic concurrency)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    updates: tuple[tuple[MemoryNode, MemoryNode], ...]  # (previous, new)
+    journal: JournalRecord
+    edges: tuple[MemoryEdge, ...] = ()
+    work: tuple[WorkItem, ...] = ()
+    idempotency: IdempotencyRecord | None = None

@@ -30,7 +30,9 @@ from prme.model.records import (
     IdempotencyRecord,
     IngestCommit,
     JournalRecord,
+    MemoryEdge,
     MemoryNode,
+    NodeChange,
     OwnerKey,
     StoreCommit,
     WorkItem,
@@ -460,6 +462,39 @@ class DynamoDbLedger:
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
         self._transact([self._put_new(item) for item in items])
+
+    def commit_node_change(self, change: NodeChange) -> None:
+        actions: list[tuple[str, Item, dict[str, Any]]] = []
+        for previous, new in change.updates:
+            (stored, *_links) = self._node_items(new)
+            # Replace only the exact state that was read: a concurrent change is a conflict.
+            actions.append(
+                (
+                    "Put",
+                    stored,
+                    {
+                        "ConditionExpression": "#body = :previous",
+                        "ExpressionAttributeNames": {"#body": "body"},
+                        "ExpressionAttributeValues": {
+                            ":previous": {"S": previous.model_dump_json()}
+                        },
+                    },
+                )
+            )
+        actions += [self._put_new(self._edge_item(e)) for e in change.edges]
+        actions.append(self._put_new(self._journal_item(change.journal)))
+        actions += [self._put_new(self._work_item(w)) for w in change.work]
+        if change.idempotency is not None:
+            actions.append(self._put_new(self._idempotency_item(change.idempotency)))
+        self._transact(actions)
+
+    @staticmethod
+    def _edge_item(e: MemoryEdge) -> Item:
+        return {
+            **_key(_owner_pk(e.tenant_id, e.owner_id), f"EDGE#{_part(e.id)}"),
+            "kind": {"S": "edge"},
+            "body": {"S": e.model_dump_json()},
+        }
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         if limit <= 0:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.errors import ConflictError, StorageUnavailableError
-from prme.model.enums import WorkStatus
+from prme.model.enums import LifecycleState, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -23,6 +23,7 @@ from prme.model.records import (
     IngestCommit,
     JournalRecord,
     MemoryNode,
+    NodeChange,
     OwnerKey,
     StoreCommit,
     WorkItem,
@@ -56,6 +57,9 @@ CREATE TABLE IF NOT EXISTS node_expiry (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL, expires_at REAL NOT NULL,
     PRIMARY KEY (tenant, owner, node_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS node_expiry_by_time ON node_expiry (expires_at);
+CREATE TABLE IF NOT EXISTS edges (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL,
+    target TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
@@ -166,6 +170,63 @@ class SqliteLedger:
             tx.execute(
                 "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
                 (work.status.value, work.model_dump_json(), work.id, work.tenant_id, work.owner_id),
+            )
+
+    def commit_node_change(self, change: NodeChange) -> None:
+        with self._transaction() as tx:
+            for previous, new in change.updates:
+                changed = tx.execute(
+                    "UPDATE nodes SET body=? WHERE tenant=? AND owner=? AND id=? AND body=?",
+                    (
+                        new.model_dump_json(),
+                        new.tenant_id,
+                        new.owner_id,
+                        new.id,
+                        previous.model_dump_json(),
+                    ),
+                ).rowcount
+                if not changed:
+                    raise sqlite3.IntegrityError("node changed since it was read")
+                if new.lifecycle_state is LifecycleState.ARCHIVED:
+                    tx.execute(
+                        "DELETE FROM node_expiry WHERE tenant=? AND owner=? AND node_id=?",
+                        (new.tenant_id, new.owner_id, new.id),
+                    )
+            if change.idempotency is not None:
+                i = change.idempotency
+                tx.execute(
+                    "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                    (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
+                )
+            tx.executemany(
+                "INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        e.tenant_id,
+                        e.owner_id,
+                        e.id,
+                        e.source_node_id,
+                        e.target_node_id,
+                        e.model_dump_json(),
+                    )
+                    for e in change.edges
+                ],
+            )
+            self._insert_journal(tx, change.journal)
+            tx.executemany(
+                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        w.id,
+                        w.tenant_id,
+                        w.owner_id,
+                        w.event_id,
+                        w.status.value,
+                        w.created_at.isoformat(),
+                        w.model_dump_json(),
+                    )
+                    for w in change.work
+                ],
             )
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:

@@ -19,7 +19,9 @@ from prme.model.records import (
     IdempotencyRecord,
     IngestCommit,
     JournalRecord,
+    MemoryEdge,
     MemoryNode,
+    NodeChange,
     OwnerKey,
     StoreCommit,
     WorkItem,
@@ -41,6 +43,7 @@ class InMemoryLedger:
         self.journal: dict[tuple[str, str, str], JournalRecord] = {}
         self.work: dict[str, WorkItem] = {}
         self.idempotency: dict[tuple[str, str, str, str], IdempotencyRecord] = {}
+        self.edges: dict[tuple[str, str, str], MemoryEdge] = {}
         self.fail_journal = False
 
     def commit_store(self, commit: StoreCommit) -> None:
@@ -82,6 +85,25 @@ class InMemoryLedger:
                 raise ConflictError("node already exists")
             self.nodes[key] = node
             self.work[work.id] = work
+
+    def commit_node_change(self, change: NodeChange) -> None:
+        with self._lock:
+            for previous, _ in change.updates:
+                if self.nodes.get((previous.tenant_id, previous.owner_id, previous.id)) != previous:
+                    raise ConflictError("node changed")
+            idem = change.idempotency
+            if idem is not None:
+                idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
+                if idem_key in self.idempotency:
+                    raise ConflictError("idempotency key already used")
+                self.idempotency[idem_key] = idem
+            for _, new in change.updates:
+                self.nodes[(new.tenant_id, new.owner_id, new.id)] = new
+            for edge in change.edges:
+                self.edges[(edge.tenant_id, edge.owner_id, edge.id)] = edge
+            j = change.journal
+            self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+            self.work.update((w.id, w) for w in change.work)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         expired = [
