@@ -19,8 +19,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences, percentile
 from benchmarks.store_retrieve import OWNER, QUERIES
-from prme.backends.aws.bootstrap import bootstrap
-from prme.backends.aws.service import AwsBackend, AwsClients, open_aws
+from prme.backends.aws.service import AwsBackend, AwsClients, bootstrap_from_settings, open_aws
 from prme.embedding.minilm import MiniLmEmbedder
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.settings import Settings
@@ -77,15 +76,7 @@ def main() -> None:
     from prme.backends.aws.service import build_clients
 
     clients = build_clients(settings)
-    bootstrap(
-        dynamodb=clients.dynamodb,
-        sqs=clients.sqs,
-        opensearch=clients.opensearch,
-        table_name=settings.table_name,
-        queue_prefix=settings.queue_prefix,
-        index_alias=settings.opensearch_index_alias,
-        dimension=embedder.model.dimension,
-    )
+    bootstrap_from_settings(settings, clients, dimension=embedder.model.dimension)
     backend: AwsBackend = open_aws(
         settings, embedder=embedder, clients=clients, refresh_on_write=True
     )

@@ -46,8 +46,7 @@ def measure(engine: MemoryEngine, total: int, size: int) -> dict[str, float]:
 
 
 def aws_engine() -> Any:
-    from prme.backends.aws.bootstrap import bootstrap
-    from prme.backends.aws.service import build_clients, open_aws
+    from prme.backends.aws.service import bootstrap_from_settings, build_clients, open_aws
     from prme.settings import Settings
 
     suffix = uuid.uuid4().hex[:8]
@@ -58,15 +57,7 @@ def aws_engine() -> Any:
         opensearch_index_alias=f"prme-ib-{suffix}",
     )
     clients = build_clients(settings)
-    bootstrap(
-        dynamodb=clients.dynamodb,
-        sqs=clients.sqs,
-        opensearch=clients.opensearch,
-        table_name=settings.table_name,
-        queue_prefix=settings.queue_prefix,
-        index_alias=settings.opensearch_index_alias,
-        dimension=64,
-    )
+    bootstrap_from_settings(settings, clients, dimension=64)
     return open_aws(settings, embedder=HashingEmbedder(), clients=clients).engine
 
 

@@ -103,21 +103,11 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
 
 def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
     """Create the AWS resources (table, queues, index); safe to repeat."""
-    from prme.backends.aws.bootstrap import bootstrap
-    from prme.backends.aws.service import build_clients
+    from prme.backends.aws.service import bootstrap_from_settings, build_clients
     from prme.composition import build_embedder
 
-    clients = build_clients(settings)
-    bootstrap(
-        dynamodb=clients.dynamodb,
-        sqs=clients.sqs,
-        opensearch=clients.opensearch,
-        table_name=settings.table_name,
-        queue_prefix=settings.queue_prefix,
-        index_alias=settings.opensearch_index_alias,
-        dimension=build_embedder(settings).model.dimension,
-        say=print,
-    )
+    dimension = build_embedder(settings).model.dimension
+    bootstrap_from_settings(settings, build_clients(settings), dimension=dimension, say=print)
     return 0
 
 

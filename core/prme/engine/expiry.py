@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 
 from prme.engine.deps import EngineDeps
+from prme.engine.materialize import index_work_item
 from prme.errors import ConflictError, PrmeError
-from prme.model.enums import LifecycleState, WorkKind
-from prme.model.records import JournalRecord, OwnerKey, WorkItem
+from prme.model.enums import LifecycleState
+from prme.model.records import JournalRecord, OwnerKey
 
 TTL_ARCHIVE_OPERATION = "ttl_expiry_archive"
 
@@ -39,16 +40,7 @@ def archive_expired_nodes(deps: EngineDeps, *, limit: int = 100) -> int:
             },
         )
         # The index copy must learn the new state too: a normal index work item does it.
-        work = WorkItem(
-            id=deps.ids(),
-            tenant_id=node.tenant_id,
-            owner_id=node.owner_id,
-            kind=WorkKind.INDEX_NODE,
-            event_id=node.evidence_refs[0] if node.evidence_refs else node.id,
-            node_id=node.id,
-            created_at=now,
-            updated_at=now,
-        )
+        work = index_work_item(deps, updated)
         try:
             deps.ledger.archive_node(updated, journal, work)
         except ConflictError:

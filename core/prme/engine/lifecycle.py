@@ -13,9 +13,10 @@ from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record
+from prme.engine.materialize import index_work_item
 from prme.errors import ConflictError, InvalidRequestError, NotFoundError, PrmeError
 from prme.model.canonical import checksum
-from prme.model.enums import INACTIVE_LIFECYCLE_STATES, LifecycleState, WorkKind
+from prme.model.enums import INACTIVE_LIFECYCLE_STATES, LifecycleState
 from prme.model.records import (
     IdempotencyRecord,
     JournalRecord,
@@ -23,7 +24,6 @@ from prme.model.records import (
     MemoryNode,
     NodeChange,
     OwnerKey,
-    WorkItem,
 )
 
 LIFECYCLE_OPERATION = "lifecycle"
@@ -42,20 +42,6 @@ def _node(deps: EngineDeps, owner: OwnerKey, node_id: str) -> MemoryNode:
     if node is None:
         raise NotFoundError("Node not found")
     return node
-
-
-def _index_work(deps: EngineDeps, node: MemoryNode) -> WorkItem:
-    now = deps.clock.now()
-    return WorkItem(
-        id=deps.ids(),
-        tenant_id=node.tenant_id,
-        owner_id=node.owner_id,
-        kind=WorkKind.INDEX_NODE,
-        event_id=node.evidence_refs[0] if node.evidence_refs else node.id,
-        node_id=node.id,
-        created_at=now,
-        updated_at=now,
-    )
 
 
 def _commit(
@@ -78,7 +64,7 @@ def _commit(
         created_at=now,
         payload=payload,
     )
-    work = tuple(_index_work(deps, new) for _, new in updates)
+    work = tuple(index_work_item(deps, new) for _, new in updates)
     deps.ledger.commit_node_change(
         NodeChange(
             updates=tuple(updates),

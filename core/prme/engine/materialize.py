@@ -59,6 +59,21 @@ def index_document(node: MemoryNode, vector: Sequence[float], model_key: str) ->
     )
 
 
+def index_work_item(deps: EngineDeps, node: MemoryNode) -> WorkItem:
+    """A pending item that (re)writes a node's index document, e.g. after a state change."""
+    now = deps.clock.now()
+    return WorkItem(
+        id=deps.ids(),
+        tenant_id=node.tenant_id,
+        owner_id=node.owner_id,
+        kind=WorkKind.INDEX_NODE,
+        event_id=node.evidence_refs[0] if node.evidence_refs else node.id,
+        node_id=node.id,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     """Embed and index nodes; the failure category when a dependency is down, else None."""
     if not nodes:

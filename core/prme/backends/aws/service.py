@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,4 +95,26 @@ def open_aws(
     )
     return AwsBackend(
         engine=MemoryEngine(deps), credentials=CredentialService(ledger, clock), clients=clients
+    )
+
+
+def bootstrap_from_settings(
+    settings: Settings,
+    clients: AwsClients,
+    *,
+    dimension: int,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict[str, str]:
+    """Create (or keep) the table, queues and index alias the settings name."""
+    from prme.backends.aws.bootstrap import bootstrap
+
+    return bootstrap(
+        dynamodb=clients.dynamodb,
+        sqs=clients.sqs,
+        opensearch=clients.opensearch,
+        table_name=settings.table_name,
+        queue_prefix=settings.queue_prefix,
+        index_alias=settings.opensearch_index_alias,
+        dimension=dimension,
+        say=say,
     )

@@ -111,57 +111,24 @@ class SqliteLedger:
         e, n, j, w = commit.event, commit.node, commit.journal, commit.work
         with self._transaction() as tx:
             if commit.idempotency is not None:
-                i = commit.idempotency
-                tx.execute(
-                    "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                    (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
-                )
+                self._insert_idempotency(tx, commit.idempotency)
             tx.execute(
                 "INSERT INTO events VALUES (?, ?, ?, ?)",
                 (e.tenant_id, e.owner_id, e.id, e.model_dump_json()),
             )
             self._insert_node(tx, n)
             self._insert_journal(tx, j)
-            tx.execute(
-                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    w.id,
-                    w.tenant_id,
-                    w.owner_id,
-                    w.event_id,
-                    w.status.value,
-                    w.created_at.isoformat(),
-                    w.model_dump_json(),
-                ),
-            )
+            self._insert_work(tx, [w])
 
     def commit_ingest(self, commit: IngestCommit) -> None:
         with self._transaction() as tx:
             if commit.idempotency is not None:
-                i = commit.idempotency
-                tx.execute(
-                    "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                    (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
-                )
+                self._insert_idempotency(tx, commit.idempotency)
             tx.executemany(
                 "INSERT INTO events VALUES (?, ?, ?, ?)",
                 [(e.tenant_id, e.owner_id, e.id, e.model_dump_json()) for e in commit.events],
             )
-            tx.executemany(
-                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        w.id,
-                        w.tenant_id,
-                        w.owner_id,
-                        w.event_id,
-                        w.status.value,
-                        w.created_at.isoformat(),
-                        w.model_dump_json(),
-                    )
-                    for w in commit.work
-                ],
-            )
+            self._insert_work(tx, commit.work)
             self._insert_journal(tx, commit.journal)
 
     def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
@@ -193,11 +160,7 @@ class SqliteLedger:
                         (new.tenant_id, new.owner_id, new.id),
                     )
             if change.idempotency is not None:
-                i = change.idempotency
-                tx.execute(
-                    "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                    (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
-                )
+                self._insert_idempotency(tx, change.idempotency)
             tx.executemany(
                 "INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?)",
                 [
@@ -213,21 +176,7 @@ class SqliteLedger:
                 ],
             )
             self._insert_journal(tx, change.journal)
-            tx.executemany(
-                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        w.id,
-                        w.tenant_id,
-                        w.owner_id,
-                        w.event_id,
-                        w.status.value,
-                        w.created_at.isoformat(),
-                        w.model_dump_json(),
-                    )
-                    for w in change.work
-                ],
-            )
+            self._insert_work(tx, change.work)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         rows = self._query(
@@ -252,18 +201,7 @@ class SqliteLedger:
                 (node.model_dump_json(), node.tenant_id, node.owner_id, node.id),
             )
             self._insert_journal(tx, journal)
-            tx.execute(
-                "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    work.id,
-                    work.tenant_id,
-                    work.owner_id,
-                    work.event_id,
-                    work.status.value,
-                    work.created_at.isoformat(),
-                    work.model_dump_json(),
-                ),
-            )
+            self._insert_work(tx, [work])
 
     @staticmethod
     def _insert_node(tx: sqlite3.Connection, n: MemoryNode) -> None:
@@ -282,6 +220,31 @@ class SqliteLedger:
                 (n.tenant_id, n.owner_id, ev, n.id, n.created_at.isoformat())
                 for ev in n.evidence_refs
             ],
+        )
+
+    @staticmethod
+    def _insert_work(tx: sqlite3.Connection, items: Sequence[WorkItem]) -> None:
+        tx.executemany(
+            "INSERT INTO work VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    w.id,
+                    w.tenant_id,
+                    w.owner_id,
+                    w.event_id,
+                    w.status.value,
+                    w.created_at.isoformat(),
+                    w.model_dump_json(),
+                )
+                for w in items
+            ],
+        )
+
+    @staticmethod
+    def _insert_idempotency(tx: sqlite3.Connection, i: IdempotencyRecord) -> None:
+        tx.execute(
+            "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
+            (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
         )
 
     @staticmethod
