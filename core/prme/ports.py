@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from prme.model.enums import WorkFamily
 from prme.model.extraction import Extraction
 from prme.model.records import (
     Credential,
@@ -105,11 +106,15 @@ class Ledger(Protocol):
 
     def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]: ...
 
-    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
-        """Pending work, oldest first; `owner=None` spans every owner (recovery, sweeper)."""
+    def list_pending_work(
+        self, owner: OwnerKey | None, limit: int, *, family: WorkFamily = "materialize"
+    ) -> list[WorkItem]:
+        """Pending work of one family, oldest first; `owner=None` spans every owner."""
         ...
 
-    def count_pending_work(self, owner: OwnerKey | None) -> int: ...
+    def count_pending_work(
+        self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
+    ) -> int: ...
 
     def save_work(self, item: WorkItem) -> None:
         """Replace the stored state of an existing work item."""

@@ -493,3 +493,77 @@ def test_supersedence_route(api: Api) -> None:
         api.client.post("/v1/supersedences", json={**body, "x": 1}, headers=api.alice).status_code
         == 422
     )
+
+
+def test_ingest_routes_and_the_503_receipt_shape(api: Api) -> None:
+    body = {"content": "We ran 12 km on Sunday.", "wait_for_extraction": True}
+    response = api.client.post("/v1/ingest", json=body, headers=api.alice)
+    assert response.status_code == 200, response.text
+    event_id = response.json()["event_id"]
+    assert response.json()["extraction_status"] == "completed"
+    status = api.client.get(f"/v1/events/{event_id}/extraction-status", headers=api.alice).json()
+    assert status["extraction_status"] == "completed"
+    assert (
+        api.client.get(f"/v1/events/{event_id}/extraction-status", headers=api.bob).status_code
+        == 404
+    )
+    retried = api.client.post(f"/v1/events/{event_id}/retry-extraction", headers=api.alice)
+    assert retried.json()["extraction_status"] == "completed"
+    pending = api.client.post(
+        "/v1/ingest", json={"content": "Ana moved to Porto."}, headers=api.alice
+    )
+    assert pending.json()["extraction_status"] == "pending"
+    processed = api.client.post("/v1/extractions/process", json={}, headers=api.alice).json()
+    assert processed == {"processed": 1, "pending": 0, "failed": 0}
+    assert (
+        api.client.post(
+            "/v1/ingest", json={"content": "x", "node_type": "fact"}, headers=api.alice
+        ).status_code
+        == 422
+    )
+    assert (
+        api.client.post(
+            "/v1/ingest", json={"content": "x", "namespace": "n"}, headers=api.alice
+        ).status_code
+        == 422
+    )
+
+
+def test_failed_waiting_ingest_answers_the_accepted_503_receipt(tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from prme.engine.deps import EngineDeps
+    from prme.engine.service import MemoryEngine
+    from prme.errors import ExtractionUnavailableError
+    from prme.model.extraction import Extraction
+
+    class TimingOut:
+        name = "timing-out"
+
+        def extract(self, text: str, *, reference_time: datetime) -> Extraction:
+            raise ExtractionUnavailableError(
+                "upstream said: quota for sk-123", reason_code="Timeout"
+            )
+
+    backend = open_embedded(tmp_path / "d", embedder=HashingEmbedder(), token_counter=TOKEN_COUNTER)
+    engine = MemoryEngine(EngineDeps(**{**backend.engine.deps.__dict__, "extractor": TimingOut()}))
+    app = create_app(
+        ApiRuntime(
+            engine=engine, credentials=backend.credentials, auth=AuthPolicy(open_tenant="local")
+        )
+    )
+    with TestClient(app) as client:
+        response = client.post(
+            "/v1/ingest", json={"content": "We ran 12 km.", "wait_for_extraction": True}
+        )
+        assert response.status_code == 503
+        body = response.json()
+        assert body["accepted"] is True
+        assert body["reason_code"] == "Timeout"
+        assert body["detail"].startswith("Source saved; processing did not complete.")
+        assert "sk-123" not in response.text
+        # The receipt's event is real and its work can be inspected.
+        assert client.get(f"/v1/events/{body['event_id']}").status_code == 200
+        status = client.get(f"/v1/events/{body['event_id']}/extraction-status").json()
+        assert status["extraction_status"] == "pending"
+    backend.close()

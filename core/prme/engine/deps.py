@@ -7,12 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prme.engine.config import EngineConfig
-from prme.ports import Clock, Embedder, Ledger, SearchIndex, WorkQueue
+from prme.ports import Clock, Embedder, Extractor, Ledger, SearchIndex, WorkQueue
 from prme.retrieval.tokens import TokenCounter
 
 
 def new_id() -> str:
     return str(uuid.uuid4())
+
+
+def _default_extractor() -> Extractor:
+    from prme.extraction.rules import RuleExtractor
+
+    return RuleExtractor()
 
 
 @dataclass(frozen=True)
@@ -25,3 +31,4 @@ class EngineDeps:
     token_counter: TokenCounter
     config: EngineConfig = field(default_factory=EngineConfig)
     ids: Callable[[], str] = new_id
+    extractor: Extractor = field(default_factory=_default_extractor)

@@ -204,6 +204,14 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
             for item in deps.ledger.list_event_work(owner, event_id)
             if (item.event_id, item.id) in wanted and item.status is WorkStatus.PENDING
         ]
+        extract = [i for i in items if i.kind.family == "extract"]
+        if extract:
+            from prme.engine.extraction import run_extractions
+
+            if run_extractions(deps, owner, extract) is not None:
+                raise WorkDeferredError()
+            processed += len(extract)
+        items = [i for i in items if i.kind.family == "materialize"]
         targets, orphans = resolve_targets(deps, owner, items)
         _fail_orphans(deps, orphans)
         outcome = materialize_targets(deps, targets)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prme.engine.deps import EngineDeps
 from prme.errors import NotFoundError
-from prme.model.enums import ProcessingStatus, WorkStatus
+from prme.model.enums import ProcessingStatus, WorkFamily, WorkStatus
 from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
 
@@ -37,10 +37,11 @@ def summarize_work(items: list[WorkItem]) -> ProcessingStatus:
 
 
 def get_processing_status(
-    deps: EngineDeps, owner: OwnerKey, event_id: str
+    deps: EngineDeps, owner: OwnerKey, event_id: str, *, family: WorkFamily = "materialize"
 ) -> tuple[ProcessingStatus, list[WorkItem]]:
+    """Materialization work by default; `family="extract"` gives the extraction status."""
     get_event(deps, owner, event_id)
-    items = deps.ledger.list_event_work(owner, event_id)
+    items = [w for w in deps.ledger.list_event_work(owner, event_id) if w.kind.family == family]
     return summarize_work(items), items
 
 

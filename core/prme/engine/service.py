@@ -4,14 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prme.engine import expiry, ingest_fast, lifecycle, materialize, reads, retrieve, store
+from prme.engine import (
+    expiry,
+    extraction,
+    ingest_fast,
+    lifecycle,
+    materialize,
+    reads,
+    retrieve,
+    store,
+)
 from prme.engine.deps import EngineDeps
+from prme.engine.extraction import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import ProcessingStatus
-from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
+from prme.model.inputs import (
+    FastIngestInput,
+    FastIngestItem,
+    IngestInput,
+    RetrieveInput,
+    StoreInput,
+)
 from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.results import RetrievalResponse
@@ -35,6 +51,28 @@ class MemoryEngine:
         self, owner: OwnerKey, items: list[FastIngestItem], *, idempotency_key: str
     ) -> FastIngestResult:
         return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key)
+
+    def ingest(
+        self, owner: OwnerKey, request: IngestInput, *, idempotency_key: str | None = None
+    ) -> IngestResult:
+        return extraction.ingest_message(self.deps, owner, request, idempotency_key)
+
+    def get_extraction_status(
+        self, owner: OwnerKey, event_id: str
+    ) -> tuple[ProcessingStatus, list[WorkItem]]:
+        return reads.get_processing_status(self.deps, owner, event_id, family="extract")
+
+    def retry_extraction(
+        self, owner: OwnerKey, event_id: str
+    ) -> tuple[ProcessingStatus, list[WorkItem]]:
+        reads.get_event(self.deps, owner, event_id)
+        extraction.retry_extraction(self.deps, owner, event_id)
+        return self.get_extraction_status(owner, event_id)
+
+    def process_extractions(
+        self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
+    ) -> ProcessingReport:
+        return extraction.process_extractions(self.deps, owner, budget_ms=budget_ms)
 
     def retrieve(self, owner: OwnerKey, request: RetrieveInput) -> RetrievalResponse:
         return retrieve.retrieve_memories(self.deps, owner, request)

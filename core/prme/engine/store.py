@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record, request_digest
@@ -40,6 +43,7 @@ def build_store_commit(
     request: StoreInput,
     *,
     idempotency: tuple[str, str] | None = None,
+    operation: str = STORE_OPERATION,
 ) -> StoreCommit:
     """Turn a validated request into the records of one transaction (no I/O)."""
     if request.value_bindings:
@@ -105,12 +109,16 @@ def build_store_commit(
     if idempotency is not None:
         key, digest = idempotency
         result = {"event_id": event.id, "node_id": node.id}
-        record = new_record(owner, STORE_OPERATION, key, digest=digest, result=result, now=now)
+        record = new_record(owner, operation, key, digest=digest, result=result, now=now)
     return StoreCommit(event=event, node=node, journal=journal, work=work, idempotency=record)
 
 
 def _replayed(deps: EngineDeps, owner: OwnerKey, result: dict[str, Any]) -> StoreResult:
-    work = deps.ledger.list_event_work(owner, result["event_id"])
+    work = [
+        w
+        for w in deps.ledger.list_event_work(owner, result["event_id"])
+        if w.kind.family == "materialize"
+    ]
     return StoreResult(
         event_id=result["event_id"],
         node_id=result["node_id"],
@@ -119,11 +127,20 @@ def _replayed(deps: EngineDeps, owner: OwnerKey, result: dict[str, Any]) -> Stor
 
 
 def store_memory(
-    deps: EngineDeps, owner: OwnerKey, request: StoreInput, idempotency_key: str | None = None
+    deps: EngineDeps,
+    owner: OwnerKey,
+    request: StoreInput,
+    idempotency_key: str | None = None,
+    *,
+    operation: str = STORE_OPERATION,
+    digest_of: BaseModel | None = None,
+    extra_work: Callable[[StoreCommit], tuple[WorkItem, ...]] | None = None,
 ) -> StoreResult:
-    digest = request_digest(STORE_OPERATION, request) if idempotency_key else None
+    """Admit a source and its direct node. `operation`, `digest_of` and `extra_work` let
+    other write routes (ingest) reuse this path with their own key scope and work."""
+    digest = request_digest(operation, digest_of or request) if idempotency_key else None
     if idempotency_key and digest:
-        saved = deps.ledger.get_idempotency(owner, STORE_OPERATION, idempotency_key)
+        saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
         if saved is not None:
             return _replayed(deps, owner, check_replay(saved, digest))
     commit = build_store_commit(
@@ -131,7 +148,10 @@ def store_memory(
         owner,
         request,
         idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
+        operation=operation,
     )
+    if extra_work is not None:
+        commit = commit.model_copy(update={"extra_work": extra_work(commit)})
     # Index first, then commit everything in one ledger write whose work item already says
     # whether indexing happened. A crash or failed commit in between leaves only an index
     # document without a node, which retrieval drops because it reads nodes from the ledger.
@@ -150,7 +170,7 @@ def store_memory(
         # A concurrent request with the same key committed first: answer as it did.
         if not (idempotency_key and digest):
             raise
-        saved = deps.ledger.get_idempotency(owner, STORE_OPERATION, idempotency_key)
+        saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
         if saved is None:
             raise
         return _replayed(deps, owner, check_replay(saved, digest))

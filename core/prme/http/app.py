@@ -17,8 +17,11 @@ from prme.http.schemas import (
     AcceptedErrorResponse,
     ErrorResponse,
     EventResponse,
+    ExtractionStatusResponse,
     FastIngestRequest,
     FastIngestResponse,
+    IngestRequest,
+    IngestResponse,
     MaterializationRequest,
     MaterializationResponse,
     NodeResponse,
@@ -31,7 +34,7 @@ from prme.http.schemas import (
     SupersedenceRequest,
     WorkItemResponse,
 )
-from prme.model.inputs import FastIngestInput, RetrieveInput, StoreInput
+from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.retrieval.receipts import RetrievalReceipt
 
 
@@ -99,6 +102,15 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    _write_routes(app, engine)
+    _read_routes(app, engine)
+    _lifecycle_routes(app, engine)
+    return app
+
+
+def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
+    """Admission: store, ingest (with extraction), fast ingest, and the processing passes."""
+
     @app.post("/v1/store", response_model=StoreResponse, responses=_WRITE_ERRORS)
     def store(
         body: StoreRequest, caller: Caller, idempotency_key: IdempotencyKey = None
@@ -113,6 +125,64 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
             event_id=result.event_id,
             node_id=result.node_id,
             processing_status=result.processing_status,
+        )
+
+    @app.post("/v1/ingest", response_model=IngestResponse, responses=_WRITE_ERRORS)
+    def ingest(
+        body: IngestRequest, caller: Caller, idempotency_key: IdempotencyKey = None
+    ) -> IngestResponse:
+        owner = resolve_owner(caller, body.user_id)
+        request = IngestInput.model_validate(
+            body.model_dump(exclude={"user_id"}, exclude_unset=True)
+        )
+        key = str(idempotency_key) if idempotency_key is not None else None
+        result = engine.ingest(owner, request, idempotency_key=key)
+        return IngestResponse(
+            event_id=result.event_id,
+            node_id=result.node_id,
+            processing_status=result.processing_status,
+            extraction_status=result.extraction_status,
+        )
+
+    @app.get(
+        "/v1/events/{event_id}/extraction-status",
+        response_model=ExtractionStatusResponse,
+        responses=_READ_ERRORS,
+    )
+    def get_extraction_status(
+        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+    ) -> ExtractionStatusResponse:
+        status, work = engine.get_extraction_status(resolve_owner(caller, user_id), str(event_id))
+        return ExtractionStatusResponse(
+            event_id=str(event_id),
+            extraction_status=status,
+            work=[WorkItemResponse.of(item) for item in work],
+        )
+
+    @app.post(
+        "/v1/events/{event_id}/retry-extraction",
+        response_model=ExtractionStatusResponse,
+        responses=_READ_ERRORS,
+    )
+    def retry_extraction(
+        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+    ) -> ExtractionStatusResponse:
+        status, work = engine.retry_extraction(resolve_owner(caller, user_id), str(event_id))
+        return ExtractionStatusResponse(
+            event_id=str(event_id),
+            extraction_status=status,
+            work=[WorkItemResponse.of(item) for item in work],
+        )
+
+    @app.post("/v1/extractions/process", response_model=MaterializationResponse, responses=_ERRORS)
+    def process_extractions(
+        body: MaterializationRequest, caller: Caller
+    ) -> MaterializationResponse:
+        report = engine.process_extractions(
+            resolve_owner(caller, body.user_id), budget_ms=body.budget_ms
+        )
+        return MaterializationResponse(
+            processed=report.processed, pending=report.pending, failed=report.failed
         )
 
     @app.post("/v1/ingest/fast", response_model=FastIngestResponse, responses=_WRITE_ERRORS)
@@ -139,6 +209,10 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
         return MaterializationResponse(
             processed=report.processed, pending=report.pending, failed=report.failed
         )
+
+
+def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
+    """Retrieval, sources, nodes, processing state and receipts."""
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse, responses=_ERRORS)
     def retrieve(body: RetrieveRequest, caller: Caller) -> RetrieveResponse:
@@ -186,6 +260,15 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     def get_node(node_id: UUID, caller: Caller, user_id: UserIdQuery = None) -> NodeResponse:
         return NodeResponse.of(engine.get_node(resolve_owner(caller, user_id), str(node_id)))
 
+    @app.get("/v1/retrievals/{request_id}", response_model=RetrievalReceipt, responses=_READ_ERRORS)
+    def get_retrieval(
+        request_id: UUID, caller: Caller, user_id: UserIdQuery = None
+    ) -> RetrievalReceipt:
+        return engine.get_receipt(resolve_owner(caller, user_id), str(request_id))
+
+
+def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
+    """Forward-only lifecycle moves and supersedence."""
     move_errors: dict[int | str, dict[str, Any]] = {
         **_READ_ERRORS,
         409: {
@@ -241,11 +324,3 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
             evidence_id=str(body.evidence_id) if body.evidence_id else None,
         )
         return [NodeResponse.of(old), NodeResponse.of(new)]
-
-    @app.get("/v1/retrievals/{request_id}", response_model=RetrievalReceipt, responses=_READ_ERRORS)
-    def get_retrieval(
-        request_id: UUID, caller: Caller, user_id: UserIdQuery = None
-    ) -> RetrievalReceipt:
-        return engine.get_receipt(resolve_owner(caller, user_id), str(request_id))
-
-    return app

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import ProcessingStatus
-from prme.model.inputs import FastIngestInput, RetrieveInput, StoreInput
+from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.records import Event, MemoryNode, WorkItem
 from prme.retrieval.results import ContextBundle, RetrievalMetrics, RetrievalResult
 
@@ -29,6 +29,19 @@ class StoreResponse(BaseModel):
     event_id: str
     node_id: str | None
     processing_status: ProcessingStatus
+
+
+class IngestRequest(IngestInput):
+    """POST /v1/ingest: a message kept verbatim, with memories extracted from it."""
+
+    user_id: str | None = USER_ID
+
+
+class IngestResponse(BaseModel):
+    event_id: str
+    node_id: str | None
+    processing_status: ProcessingStatus
+    extraction_status: ProcessingStatus
 
 
 class FastIngestRequest(FastIngestInput):
@@ -204,3 +217,9 @@ class AcceptedErrorResponse(BaseModel):
     event_id: str
     reason_code: str
     accepted: bool = True
+
+
+class ExtractionStatusResponse(BaseModel):
+    event_id: str
+    extraction_status: ProcessingStatus
+    work: list[WorkItemResponse]

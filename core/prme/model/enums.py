@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
+
+WorkFamily = Literal["materialize", "extract"]
 
 
 class Role(StrEnum):
@@ -76,6 +79,13 @@ class WorkKind(StrEnum):
     INDEX_NODE = "index_node"
     # A fast-ingested event still needs its node built (then indexed).
     MATERIALIZE_EVENT = "materialize_event"
+    # An ingested message waits for its extraction (rules or an LLM).
+    EXTRACT = "extract"
+
+    @property
+    def family(self) -> WorkFamily:
+        """Materialization never calls a model; extraction may: they are processed apart."""
+        return "extract" if self is WorkKind.EXTRACT else "materialize"
 
 
 class WorkStatus(StrEnum):

@@ -159,6 +159,31 @@ class FastIngestInput(BaseModel):
         return items
 
 
+class IngestInput(BaseModel):
+    """A message to keep verbatim and extract memories from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    role: Role = Role.USER
+    speaker: str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    scope: Scope | None = None
+    metadata: dict[str, Any] | None = None
+    event_time: AwareDatetime | None = None
+    wait_for_extraction: bool = False
+
+    _speaker = field_validator("speaker")(normalize_speaker)
+    _metadata = field_validator("metadata")(_check_metadata)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+
 class RetrievalFilters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -201,6 +201,8 @@ class StoreCommit(BaseModel):
     journal: JournalRecord
     work: WorkItem
     idempotency: IdempotencyRecord | None = None
+    # More derived work of the same source (an ingested message's extraction).
+    extra_work: tuple[WorkItem, ...] = ()
 
 
 class IngestCommit(BaseModel):
@@ -242,3 +244,6 @@ class NodeChange(BaseModel):
     edges: tuple[MemoryEdge, ...] = ()
     work: tuple[WorkItem, ...] = ()
     idempotency: IdempotencyRecord | None = None
+    # Nodes created by this change (extracted artifacts), and existing work it closes.
+    new_nodes: tuple[MemoryNode, ...] = ()
+    work_updates: tuple[WorkItem, ...] = ()

@@ -23,7 +23,7 @@ from prme.errors import (
     RetryableStorageError,
     StorageUnavailableError,
 )
-from prme.model.enums import LifecycleState, WorkStatus
+from prme.model.enums import LifecycleState, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -81,6 +81,15 @@ def _pk_of(owner: OwnerKey) -> str:
 def _sortable(moment: datetime) -> str:
     # Fixed width and UTC, so string order is time order whatever offset the caller used.
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _owner_pending_pk(owner_pk: str, family: WorkFamily) -> str:
+    # Extraction work sits under its own keys: materialization passes never read it.
+    return owner_pk if family == "materialize" else f"{owner_pk}#EXTRACT"
+
+
+def _pending_pk(family: WorkFamily, shard: int) -> str:
+    return f"PENDING#{shard}" if family == "materialize" else f"EXTRACT#{shard}"
 
 
 def _shard(work_id: str) -> int:
@@ -334,9 +343,10 @@ class DynamoDbLedger:
         }
         if w.status is WorkStatus.PENDING:
             order = f"{_sortable(w.created_at)}#{w.id}"
-            item[resources.OWNER_PENDING_PK] = {"S": pk}
+            family = w.kind.family
+            item[resources.OWNER_PENDING_PK] = {"S": _owner_pending_pk(pk, family)}
             item[resources.OWNER_PENDING_SK] = {"S": order}
-            item[resources.PENDING_PK] = {"S": f"PENDING#{_shard(w.id)}"}
+            item[resources.PENDING_PK] = {"S": _pending_pk(family, _shard(w.id))}
             item[resources.PENDING_SK] = {"S": order}
         return item
 
@@ -348,6 +358,7 @@ class DynamoDbLedger:
             *self._node_items(commit.node),
             self._journal_item(commit.journal),
             self._work_item(commit.work),
+            *(self._work_item(w) for w in commit.extra_work),
         ]
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
@@ -392,35 +403,46 @@ class DynamoDbLedger:
             "ExpressionAttributeValues": {":pk": {"S": pk_value}},
         }
 
-    def _pending_queries(self, owner: OwnerKey | None) -> list[dict[str, Any]]:
+    def _pending_queries(self, owner: OwnerKey | None, family: WorkFamily) -> list[dict[str, Any]]:
         if owner is not None:
             return [
                 self._pending_query(
-                    resources.OWNER_PENDING_INDEX, resources.OWNER_PENDING_PK, _pk_of(owner)
+                    resources.OWNER_PENDING_INDEX,
+                    resources.OWNER_PENDING_PK,
+                    _owner_pending_pk(_pk_of(owner), family),
                 )
             ]
         return [
-            self._pending_query(resources.PENDING_INDEX, resources.PENDING_PK, f"PENDING#{shard}")
+            self._pending_query(
+                resources.PENDING_INDEX, resources.PENDING_PK, _pending_pk(family, shard)
+            )
             for shard in range(resources.PENDING_SHARDS)
         ]
 
-    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+    def list_pending_work(
+        self, owner: OwnerKey | None, limit: int, *, family: WorkFamily = "materialize"
+    ) -> list[WorkItem]:
         if limit <= 0:
             return []
         sort_name = resources.PENDING_SK if owner is None else resources.OWNER_PENDING_SK
         # Each shard is read oldest first up to `limit`; merging the sorted runs gives
         # the oldest `limit` overall.
-        runs = [self._query_items(limit=limit, **query) for query in self._pending_queries(owner)]
+        runs = [
+            self._query_items(limit=limit, **query)
+            for query in self._pending_queries(owner, family)
+        ]
         merged = heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"]))
         work = (WorkItem.model_validate_json(_body(item)) for item in merged)
         # The index copy and its body come from the same item version; this only drops an
         # entry that a racing writer left behind.
         return [w for w in work if w.status is WorkStatus.PENDING][:limit]
 
-    def count_pending_work(self, owner: OwnerKey | None) -> int:
+    def count_pending_work(
+        self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
+    ) -> int:
         return sum(
             int(page.get("Count", 0))
-            for query in self._pending_queries(owner)
+            for query in self._pending_queries(owner, family)
             for page in self._pages("query", Select="COUNT", **query)
         )
 
@@ -481,6 +503,11 @@ class DynamoDbLedger:
                     },
                 )
             )
+        for node in change.new_nodes:
+            actions += [self._put_new(item) for item in self._node_items(node)]
+        for item in change.work_updates:
+            stored, update = self._work_update(item)
+            actions.append(("Update", stored, update))
         actions += [self._put_new(self._edge_item(e)) for e in change.edges]
         actions.append(self._put_new(self._journal_item(change.journal)))
         actions += [self._put_new(self._work_item(w)) for w in change.work]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.errors import ConflictError, StorageUnavailableError
-from prme.model.enums import LifecycleState, WorkStatus
+from prme.model.enums import LifecycleState, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
 """
+
+
+def _status_column(status: WorkStatus, family: WorkFamily) -> str:
+    """The queried status: extraction work is kept apart so materialization never sees it."""
+    return status.value if family == "materialize" else f"{status.value}:{family}"
 
 
 class SqliteLedger:
@@ -118,7 +123,7 @@ class SqliteLedger:
             )
             self._insert_node(tx, n)
             self._insert_journal(tx, j)
-            self._insert_work(tx, [w])
+            self._insert_work(tx, [w, *commit.extra_work])
 
     def commit_ingest(self, commit: IngestCommit) -> None:
         with self._transaction() as tx:
@@ -136,7 +141,13 @@ class SqliteLedger:
             self._insert_node(tx, node)
             tx.execute(
                 "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
-                (work.status.value, work.model_dump_json(), work.id, work.tenant_id, work.owner_id),
+                (
+                    _status_column(work.status, work.kind.family),
+                    work.model_dump_json(),
+                    work.id,
+                    work.tenant_id,
+                    work.owner_id,
+                ),
             )
 
     def commit_node_change(self, change: NodeChange) -> None:
@@ -177,6 +188,10 @@ class SqliteLedger:
             )
             self._insert_journal(tx, change.journal)
             self._insert_work(tx, change.work)
+            for node in change.new_nodes:
+                self._insert_node(tx, node)
+            for item in change.work_updates:
+                self._update_work(tx, item)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         rows = self._query(
@@ -232,12 +247,25 @@ class SqliteLedger:
                     w.tenant_id,
                     w.owner_id,
                     w.event_id,
-                    w.status.value,
+                    _status_column(w.status, w.kind.family),
                     w.created_at.isoformat(),
                     w.model_dump_json(),
                 )
                 for w in items
             ],
+        )
+
+    @staticmethod
+    def _update_work(tx: sqlite3.Connection, item: WorkItem) -> None:
+        tx.execute(
+            "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
+            (
+                _status_column(item.status, item.kind.family),
+                item.model_dump_json(),
+                item.id,
+                item.tenant_id,
+                item.owner_id,
+            ),
         )
 
     @staticmethod
@@ -312,29 +340,33 @@ class SqliteLedger:
         )
         return [WorkItem.model_validate_json(body) for (body,) in rows]
 
-    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+    def list_pending_work(
+        self, owner: OwnerKey | None, limit: int, *, family: WorkFamily = "materialize"
+    ) -> list[WorkItem]:
+        status = _status_column(WorkStatus.PENDING, family)
         if owner is None:
             rows = self._query(
                 "SELECT body FROM work WHERE status=? ORDER BY created_at, id LIMIT ?",
-                (WorkStatus.PENDING.value, limit),
+                (status, limit),
             )
         else:
             rows = self._query(
                 "SELECT body FROM work WHERE tenant=? AND owner=? AND status=? "
                 "ORDER BY created_at, id LIMIT ?",
-                (owner.tenant_id, owner.owner_id, WorkStatus.PENDING.value, limit),
+                (owner.tenant_id, owner.owner_id, status, limit),
             )
         return [WorkItem.model_validate_json(body) for (body,) in rows]
 
-    def count_pending_work(self, owner: OwnerKey | None) -> int:
+    def count_pending_work(
+        self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
+    ) -> int:
+        status = _status_column(WorkStatus.PENDING, family)
         if owner is None:
-            rows = self._query(
-                "SELECT count(*) FROM work WHERE status=?", (WorkStatus.PENDING.value,)
-            )
+            rows = self._query("SELECT count(*) FROM work WHERE status=?", (status,))
         else:
             rows = self._query(
                 "SELECT count(*) FROM work WHERE tenant=? AND owner=? AND status=?",
-                (owner.tenant_id, owner.owner_id, WorkStatus.PENDING.value),
+                (owner.tenant_id, owner.owner_id, status),
             )
         return int(rows[0][0])
 
@@ -342,7 +374,13 @@ class SqliteLedger:
         with self._transaction() as tx:
             tx.execute(
                 "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
-                (item.status.value, item.model_dump_json(), item.id, item.tenant_id, item.owner_id),
+                (
+                    _status_column(item.status, item.kind.family),
+                    item.model_dump_json(),
+                    item.id,
+                    item.tenant_id,
+                    item.owner_id,
+                ),
             )
 
     def append_journal(self, record: JournalRecord) -> None:

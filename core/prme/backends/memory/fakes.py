@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
-from prme.model.enums import LifecycleState, WorkStatus
+from prme.model.enums import LifecycleState, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -61,6 +61,7 @@ class InMemoryLedger:
             j = commit.journal
             self.journal[(j.tenant_id, j.owner_id, j.id)] = j
             self.work[commit.work.id] = commit.work
+            self.work.update((w.id, w) for w in commit.extra_work)
 
     def commit_ingest(self, commit: IngestCommit) -> None:
         with self._lock:
@@ -97,8 +98,14 @@ class InMemoryLedger:
                 if idem_key in self.idempotency:
                     raise ConflictError("idempotency key already used")
                 self.idempotency[idem_key] = idem
+            for node in change.new_nodes:
+                if (node.tenant_id, node.owner_id, node.id) in self.nodes:
+                    raise ConflictError("node already exists")
             for _, new in change.updates:
                 self.nodes[(new.tenant_id, new.owner_id, new.id)] = new
+            for node in change.new_nodes:
+                self.nodes[(node.tenant_id, node.owner_id, node.id)] = node
+            self.work.update((w.id, w) for w in change.work_updates)
             for edge in change.edges:
                 self.edges[(edge.tenant_id, edge.owner_id, edge.id)] = edge
             j = change.journal
@@ -155,16 +162,22 @@ class InMemoryLedger:
             if _key(owner, w.tenant_id, w.owner_id) and w.event_id == event_id
         ]
 
-    def list_pending_work(self, owner: OwnerKey | None, limit: int) -> list[WorkItem]:
+    def list_pending_work(
+        self, owner: OwnerKey | None, limit: int, *, family: WorkFamily = "materialize"
+    ) -> list[WorkItem]:
         pending = [
             w
             for w in self.work.values()
-            if _key(owner, w.tenant_id, w.owner_id) and w.status is WorkStatus.PENDING
+            if _key(owner, w.tenant_id, w.owner_id)
+            and w.status is WorkStatus.PENDING
+            and w.kind.family == family
         ]
         return sorted(pending, key=lambda w: (w.created_at, w.id))[:limit]
 
-    def count_pending_work(self, owner: OwnerKey | None) -> int:
-        return len(self.list_pending_work(owner, len(self.work) + 1))
+    def count_pending_work(
+        self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
+    ) -> int:
+        return len(self.list_pending_work(owner, len(self.work) + 1, family=family))
 
     def save_work(self, item: WorkItem) -> None:
         with self._lock:
