@@ -7,7 +7,7 @@ from functools import cache
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 from prme.backends.aws.service import AwsBackend, open_aws
-from prme.composition import build_embedder
+from prme.composition import build_embedder, build_extractor
 from prme.settings import Settings
 
 logger = Logger()
@@ -24,4 +24,4 @@ def settings() -> Settings:
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
     current = settings()
-    return open_aws(current, embedder=build_embedder(current))
+    return open_aws(current, embedder=build_embedder(current), extractor=build_extractor(current))

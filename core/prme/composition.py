@@ -8,7 +8,7 @@ from typing import Protocol
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
-from prme.ports import Embedder
+from prme.ports import Embedder, Extractor
 from prme.settings import Settings
 
 
@@ -44,12 +44,39 @@ def build_embedder(settings: Settings) -> Embedder:
     return MiniLmEmbedder()
 
 
+def build_extractor(settings: Settings) -> Extractor:
+    """The extractor the settings name; LLM providers are built only when chosen."""
+    if settings.extractor == "bedrock":
+        import boto3
+
+        from prme.extraction.bedrock import BedrockConverseExtractor
+
+        return BedrockConverseExtractor(
+            boto3.client("bedrock-runtime"), settings.bedrock_extraction_model_id
+        )
+    if settings.extractor == "openai":
+        import httpx
+
+        from prme.extraction.openai_compatible import OpenAiCompatibleExtractor
+
+        if not settings.openai_base_url or not settings.openai_model:
+            raise ValueError("PRME_OPENAI_BASE_URL and PRME_OPENAI_MODEL are required")
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        return OpenAiCompatibleExtractor(
+            httpx.Client(), settings.openai_base_url, settings.openai_model, key
+        )
+    from prme.extraction.rules import RuleExtractor
+
+    return RuleExtractor()
+
+
 def open_embedded_from_settings(
     settings: Settings, data_dir: Path | None = None
 ) -> EmbeddedBackend:
     return open_embedded(
         data_dir or settings.data_dir,
         embedder=build_embedder(settings),
+        extractor=build_extractor(settings),
         config=settings.engine_config(),
         synchronous=settings.sqlite_synchronous,
     )
@@ -60,5 +87,7 @@ def open_backend(settings: Settings, data_dir: Path | None = None) -> Backend:
     if settings.backend == "aws":
         from prme.backends.aws.service import open_aws
 
-        return open_aws(settings, embedder=build_embedder(settings))
+        return open_aws(
+            settings, embedder=build_embedder(settings), extractor=build_extractor(settings)
+        )
     return open_embedded_from_settings(settings, data_dir)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
@@ -29,6 +29,13 @@ class Settings(BaseSettings):
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_embedding_dimension: Literal[256, 512, 1024] = 1024
+    # Extraction for POST /v1/ingest: the offline rules (default), Bedrock Converse, or any
+    # OpenAI-compatible chat completions endpoint.
+    extractor: Literal["rules", "bedrock", "openai"] = "rules"
+    bedrock_extraction_model_id: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    openai_base_url: str | None = None
+    openai_model: str | None = None
+    openai_api_key: SecretStr | None = None
     sqlite_synchronous: Literal["normal", "full"] = "normal"
     # AWS backend: resource names and endpoints. boto3 reads AWS_ENDPOINT_URL* and the region.
     table_name: str = "prme-local"

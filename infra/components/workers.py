@@ -57,6 +57,8 @@ class Workers(Construct):
                 env("opensearch_auth"): "es",
                 env("embedder"): "bedrock",
                 env("bedrock_embedding_model_id"): config.embedding_model_id,
+                env("extractor"): "bedrock",
+                env("bedrock_extraction_model_id"): config.extraction_model_id,
             },
             log_retention=config.log_retention,
         )
@@ -102,7 +104,12 @@ class Workers(Construct):
             "maintenance": self.maintenance,
         }
 
-        for function, queue in ((self.materializer, materialize), (self.ingest, ingest)):
+        consumers = (
+            (self.materializer, materialize),
+            (self.materializer, extract),
+            (self.ingest, ingest),
+        )
+        for function, queue in consumers:
             function.add_event_source(
                 sources.SqsEventSource(
                     queue.queue, batch_size=SQS_BATCH_SIZE, report_batch_item_failures=True
@@ -122,13 +129,16 @@ class Workers(Construct):
         for queue in (materialize, extract, ingest):
             queue.queue.grant_send_messages(self.api)
         self._grant_search(self.api)
-        self._grant_models(self.api, config.embedding_model_id)
+        # A caller may wait for extraction, which then runs in the API function.
+        self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
         # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
         extract.queue.grant_send_messages(self.materializer)
         self._grant_search(self.materializer)
         self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
-        # ingest: commits fast-ingest batches and announces their materialization.
-        materialize.queue.grant_send_messages(self.ingest)
+        # ingest: commits fast-ingest batches and announces their materialization; the
+        # backend resolves both work queues when it starts.
+        for queue in (materialize, extract):
+            queue.queue.grant_send_messages(self.ingest)
         # maintenance: the sweeper re-announces overdue pending work.
         for queue in (materialize, extract):
             queue.queue.grant_send_messages(self.maintenance)

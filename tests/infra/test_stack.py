@@ -190,7 +190,8 @@ def test_functions_are_arm64_python312_traced_from_the_shared_factory(synth: Syn
 
 def test_sqs_consumers_report_partial_batch_failures(synth: Synth) -> None:
     mappings = synth.of_type("AWS::Lambda::EventSourceMapping").values()
-    assert len(mappings) == 2
+    # materializer <- materialize and extract queues; ingest consumer <- ingest queue.
+    assert len(mappings) == 3
     for mapping in mappings:
         props = mapping["Properties"]
         assert props["BatchSize"] == 10

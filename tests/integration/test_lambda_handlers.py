@@ -165,3 +165,67 @@ def test_maintenance_announces_overdue_work(
     )
     refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages["Messages"]]
     assert refs == [WorkRef.of(work)]
+
+
+def _received_refs(deployed: Deployed, family: str) -> list[WorkRef]:
+    messages = deployed.sqs.receive_message(QueueUrl=deployed.urls[family], MaxNumberOfMessages=10)
+    return [WorkRef.from_message(json.loads(m["Body"])) for m in messages.get("Messages", [])]
+
+
+def test_ingest_announces_extraction_on_its_queue_and_the_materializer_runs_it(
+    deployed: Deployed,
+) -> None:
+    from functions import materializer, runtime
+
+    status, body = api_call(
+        "apigw_v2_store.json",
+        key=deployed.alice_key,
+        path="/v1/ingest",
+        body={"content": "I adopted 2 cats last week.", "event_time": "2024-05-10T09:00:00Z"},
+    )
+    assert status == 200
+    assert body["extraction_status"] == "pending"
+    refs = _received_refs(deployed, "extract")
+    assert [r.event_id for r in refs] == [body["event_id"]]
+    assert _received_refs(deployed, "materialize") == []  # the raw note was indexed inline
+    response = materializer.handler(sqs_event(refs), FakeLambdaContext())
+    assert response == {"batchItemFailures": []}
+    engine = runtime.backend().engine
+    assert engine.get_extraction_status(ALICE, body["event_id"])[0] is ProcessingStatus.COMPLETED
+    derived = [
+        n for n in engine.list_event_nodes(ALICE, body["event_id"]) if n.id != body["node_id"]
+    ]
+    assert derived  # claims, entities or quantities from the message
+
+
+def test_extraction_that_keeps_failing_ends_failed_on_its_last_receive(deployed: Deployed) -> None:
+    from dataclasses import replace
+    from datetime import datetime
+
+    from functions import materializer, runtime
+    from prme.errors import ExtractionUnavailableError
+    from prme.model.extraction import Extraction
+
+    class Down:
+        name = "down"
+
+        def extract(self, text: str, *, reference_time: datetime) -> Extraction:
+            raise ExtractionUnavailableError(reason_code="ProviderError")
+
+    _, body = api_call(
+        "apigw_v2_store.json",
+        key=deployed.alice_key,
+        path="/v1/ingest",
+        body={"content": "We ran 12 km."},
+    )
+    refs = _received_refs(deployed, "extract")
+    engine = runtime.backend().engine
+    engine.deps = replace(engine.deps, extractor=Down())
+    first = materializer.handler(sqs_event(refs, receive_count=1), FakeLambdaContext())
+    assert first == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    assert engine.get_extraction_status(ALICE, body["event_id"])[0] is ProcessingStatus.PENDING
+    last = materializer.handler(sqs_event(refs, receive_count=5), FakeLambdaContext())
+    assert last == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    status, items = engine.get_extraction_status(ALICE, body["event_id"])
+    assert status is ProcessingStatus.FAILED
+    assert items[0].last_error == "retries_exhausted"

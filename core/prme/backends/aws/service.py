@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prme.engine.config import EngineConfig
@@ -11,7 +11,7 @@ from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.errors import StorageUnavailableError
-from prme.ports import Clock, Embedder
+from prme.ports import Clock, Embedder, Extractor
 from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
 from prme.settings import Settings
 
@@ -59,6 +59,7 @@ def open_aws(
     settings: Settings,
     *,
     embedder: Embedder,
+    extractor: Extractor | None = None,
     clients: AwsClients | None = None,
     clock: Clock | None = None,
     token_counter: TokenCounter | None = None,
@@ -74,8 +75,11 @@ def open_aws(
     clients = clients or build_clients(settings)
     clock = clock or SystemClock()
     ledger = DynamoDbLedger(clients.dynamodb, settings.table_name)
-    queue_name = queue_specs(settings.queue_prefix)["materialize"].name
-    queue_url = clients.sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    specs = queue_specs(settings.queue_prefix)
+    queue_urls = {
+        family: clients.sqs.get_queue_url(QueueName=specs[family].name)["QueueUrl"]
+        for family in ("materialize", "extract")
+    }
     deps = EngineDeps(
         ledger=ledger,
         index=OpenSearchIndex(
@@ -87,12 +91,14 @@ def open_aws(
                 else refresh_on_write
             ),
         ),
-        queue=SqsWorkQueue(clients.sqs, queue_url),
+        queue=SqsWorkQueue(clients.sqs, queue_urls),
         embedder=embedder,
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or settings.engine_config(),
     )
+    if extractor is not None:
+        deps = replace(deps, extractor=extractor)
     return AwsBackend(
         engine=MemoryEngine(deps), credentials=CredentialService(ledger, clock), clients=clients
     )

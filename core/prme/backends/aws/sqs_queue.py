@@ -7,7 +7,7 @@ the sweeper re-announces overdue pending items.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -20,11 +20,21 @@ _BATCH = 10  # SQS's SendMessageBatch limit
 
 
 class SqsWorkQueue:
-    def __init__(self, client: Any, queue_url: str) -> None:
+    """Materialization and extraction work go to their own queues (different timeouts)."""
+
+    def __init__(self, client: Any, queue_urls: str | Mapping[str, str]) -> None:
         self._client = client
-        self._queue_url = queue_url
+        if isinstance(queue_urls, str):
+            queue_urls = {"materialize": queue_urls, "extract": queue_urls}
+        self._queue_urls = dict(queue_urls)
 
     def enqueue(self, items: Sequence[WorkItem]) -> None:
+        for family in ("materialize", "extract"):
+            mine = [item for item in items if item.kind.family == family]
+            if mine:
+                self._send(self._queue_urls[family], mine)
+
+    def _send(self, queue_url: str, items: Sequence[WorkItem]) -> None:
         for start in range(0, len(items), _BATCH):
             chunk = items[start : start + _BATCH]
             entries = [
@@ -32,9 +42,7 @@ class SqsWorkQueue:
                 for i, item in enumerate(chunk)
             ]
             try:
-                response = self._client.send_message_batch(
-                    QueueUrl=self._queue_url, Entries=entries
-                )
+                response = self._client.send_message_batch(QueueUrl=queue_url, Entries=entries)
             except (ClientError, BotoCoreError) as exc:
                 raise StorageUnavailableError("work queue unavailable") from exc
             if response.get("Failed"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prme.backends.clock import SystemClock
@@ -15,7 +15,7 @@ from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.model.records import WorkItem
-from prme.ports import Clock, Embedder
+from prme.ports import Clock, Embedder, Extractor
 from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
 
 LEDGER_FILE = "ledger.sqlite3"
@@ -48,6 +48,7 @@ def open_embedded(
     data_dir: Path,
     *,
     embedder: Embedder | None = None,
+    extractor: Extractor | None = None,
     clock: Clock | None = None,
     token_counter: TokenCounter | None = None,
     config: EngineConfig | None = None,
@@ -72,6 +73,8 @@ def open_embedded(
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or EngineConfig(),
     )
+    if extractor is not None:
+        deps = replace(deps, extractor=extractor)
     engine = MemoryEngine(deps)
     if recover_pending:
         # Finish what a killed process committed but did not index.
