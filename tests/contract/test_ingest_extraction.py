@@ -118,3 +118,22 @@ def test_idempotency_key_on_ingest(any_backend: Harness) -> None:
         h.engine.ingest(
             ALICE, IngestInput(content=MESSAGE, wait_for_extraction=True), idempotency_key=key
         )
+
+
+def test_index_outage_during_a_waiting_extraction_is_a_503_receipt(any_backend: Harness) -> None:
+    from tests.contract.test_backend_contract import SwitchableIndex
+
+    h = any_backend
+    switch = SwitchableIndex(h.index)
+    deps = h.engine.deps
+    engine = MemoryEngine(EngineDeps(**{**deps.__dict__, "index": switch}))
+    switch.down = True
+    with pytest.raises(ProcessingIncompleteError) as raised:
+        engine.ingest(ALICE, IngestInput(content=MESSAGE, wait_for_extraction=True))
+    assert raised.value.reason_code == "IndexUnavailable"
+    event_id = raised.value.event_id
+    assert engine.get_processing_status(ALICE, event_id)[0] is ProcessingStatus.PENDING
+    switch.down = False
+    assert engine.process_pending(ALICE).processed == 1
+    assert engine.process_extractions(ALICE).processed == 1
+    assert engine.get_extraction_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED
