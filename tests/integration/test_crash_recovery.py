@@ -106,3 +106,19 @@ def test_pending_work_of_a_killed_process_is_finished_on_reopen(tmp_path: Path) 
         assert [h.evidence_refs for h in hits] == [[event_id]]
     finally:
         backend.close()
+
+
+def test_fast_ingest_key_replays_after_a_restart(tmp_path: Path) -> None:
+    from prme.model.inputs import FastIngestInput
+
+    batch = FastIngestInput.model_validate({"items": [{"content": "a"}, {"content": "b"}]})
+    key = "5a5a5a5a-0000-4000-8000-000000000001"
+    backend = _reopen(tmp_path / "data")
+    first = backend.engine.ingest_fast(ALICE, batch, idempotency_key=key)
+    backend.close()
+    backend = _reopen(tmp_path / "data")
+    try:
+        again = backend.engine.ingest_fast(ALICE, batch, idempotency_key=key)
+        assert again.event_ids == first.event_ids
+    finally:
+        backend.close()
