@@ -11,13 +11,15 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from prme.composition import open_backend
+from prme.engine.extraction import IngestResult
 from prme.engine.identity import Principal, resolve_owner
+from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.errors import InvalidRequestError
 from prme.model.bindings import MemoryValueBinding
 from prme.model.enums import ProcessingStatus
-from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.results import RetrievalResponse
@@ -34,7 +36,7 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-_Input = TypeVar("_Input", StoreInput, RetrieveInput)
+_Input = TypeVar("_Input", StoreInput, RetrieveInput, IngestInput, FastIngestInput)
 
 
 def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
@@ -174,3 +176,98 @@ class MemoryClient:
         self, *, user_id: str | None = None, budget_ms: int | None = None
     ) -> ProcessingReport:
         return self._engine.process_pending(self._owner(user_id), budget_ms=budget_ms)
+
+    def ingest(
+        self,
+        content: str,
+        *,
+        role: str = "user",
+        speaker: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        scope: str | None = None,
+        event_time: datetime | str | None = None,
+        wait_for_extraction: bool = False,
+        idempotency_key: str | None = None,
+    ) -> IngestResult:
+        """Keep a message verbatim and extract grounded memories from it."""
+        request = _validated(
+            IngestInput,
+            {
+                "content": content,
+                "role": role,
+                "speaker": speaker,
+                "session_id": session_id,
+                "metadata": metadata,
+                "scope": scope,
+                "event_time": event_time,
+                "wait_for_extraction": wait_for_extraction,
+            },
+        )
+        return self._engine.ingest(self._owner(user_id), request, idempotency_key=idempotency_key)
+
+    def ingest_fast(
+        self,
+        items: Sequence[dict[str, Any]],
+        *,
+        user_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> FastIngestResult:
+        """Commit an ordered batch of raw sources; call process_pending until none is left."""
+        request = _validated(FastIngestInput, {"items": list(items)})
+        return self._engine.ingest_fast(
+            self._owner(user_id), request, idempotency_key=idempotency_key
+        )
+
+    def get_extraction_status(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> tuple[ProcessingStatus, list[WorkItem]]:
+        return self._engine.get_extraction_status(self._owner(user_id), event_id)
+
+    def retry_extraction(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> tuple[ProcessingStatus, list[WorkItem]]:
+        return self._engine.retry_extraction(self._owner(user_id), event_id)
+
+    def process_extractions(
+        self, *, user_id: str | None = None, budget_ms: int | None = None
+    ) -> ProcessingReport:
+        return self._engine.process_extractions(self._owner(user_id), budget_ms=budget_ms)
+
+    def promote(
+        self, node_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
+    ) -> MemoryNode:
+        return self._engine.promote(self._owner(user_id), node_id, idempotency_key=idempotency_key)
+
+    def archive(
+        self, node_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
+    ) -> MemoryNode:
+        return self._engine.archive(self._owner(user_id), node_id, idempotency_key=idempotency_key)
+
+    def reinforce(
+        self,
+        node_id: str,
+        *,
+        evidence_id: str | None = None,
+        user_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> MemoryNode:
+        return self._engine.reinforce(
+            self._owner(user_id), node_id, evidence_id=evidence_id, idempotency_key=idempotency_key
+        )
+
+    def supersede(
+        self,
+        old_node_id: str,
+        new_node_id: str,
+        *,
+        evidence_id: str | None = None,
+        user_id: str | None = None,
+    ) -> tuple[MemoryNode, MemoryNode]:
+        return self._engine.supersede(
+            self._owner(user_id),
+            old_node_id=old_node_id,
+            new_node_id=new_node_id,
+            evidence_id=evidence_id,
+        )

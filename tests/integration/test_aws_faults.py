@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -90,20 +91,44 @@ def test_lost_sqs_send_is_recovered_by_the_sweeper(
     assert healthy.process_queued(refs).processed == 0
 
 
+class OneTransactionAtATime:
+    """Proxy of a DynamoDB client that lets one TransactWriteItems reach moto at a time.
+
+    moto applies concurrent transactions non-atomically (it can write part of one and then
+    fail internally), which AWS never does. Serializing them at the client keeps the race
+    this test is about (requests that all see no key yet and all try to commit) while the
+    server behaves like DynamoDB.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def transact_write_items(self, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.transact_write_items(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
 def test_concurrent_stores_with_one_idempotency_key_make_one_event(
     aws_resources: tuple[Any, str, Any, str],
 ) -> None:
-    h = aws_harness(*aws_resources)
+    dynamodb, table, opensearch, alias = aws_resources
+    h = aws_harness(OneTransactionAtATime(dynamodb), table, opensearch, alias)
     request = StoreInput(content="submitted twice at once")
+    start = threading.Barrier(6)
 
     def submit(_: int) -> tuple[str, str | None]:
+        start.wait()  # all six check for the key before any of them commits
         result = h.engine.store(
             ALICE, request, idempotency_key="11111111-2222-4333-8444-555555555555"
         )
         return result.event_id, result.node_id
 
     with ThreadPoolExecutor(max_workers=6) as pool:
-        outcomes = set(pool.map(submit, range(12)))
+        outcomes = set(pool.map(submit, range(6)))
     assert len(outcomes) == 1
     hits = h.engine.retrieve(ALICE, RetrieveInput(query="submitted twice", limit=50)).results
     assert len(hits) == 1

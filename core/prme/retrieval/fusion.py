@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-CHANNELS = ("vector", "lexical")
-
 
 class FusionConfig(BaseModel):
     """Everything the ranking depends on besides the candidates; saved in every receipt."""
