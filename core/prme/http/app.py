@@ -152,11 +152,9 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     def get_extraction_status(
         event_id: UUID, caller: Caller, user_id: UserIdQuery = None
     ) -> ExtractionStatusResponse:
-        status, work = engine.get_extraction_status(resolve_owner(caller, user_id), str(event_id))
-        return ExtractionStatusResponse(
-            event_id=str(event_id),
-            extraction_status=status,
-            work=[WorkItemResponse.of(item) for item in work],
+        owner = resolve_owner(caller, user_id)
+        return ExtractionStatusResponse.of(
+            str(event_id), *engine.get_extraction_status(owner, str(event_id))
         )
 
     @app.post(
@@ -167,11 +165,9 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     def retry_extraction(
         event_id: UUID, caller: Caller, user_id: UserIdQuery = None
     ) -> ExtractionStatusResponse:
-        status, work = engine.retry_extraction(resolve_owner(caller, user_id), str(event_id))
-        return ExtractionStatusResponse(
-            event_id=str(event_id),
-            extraction_status=status,
-            work=[WorkItemResponse.of(item) for item in work],
+        owner = resolve_owner(caller, user_id)
+        return ExtractionStatusResponse.of(
+            str(event_id), *engine.retry_extraction(owner, str(event_id))
         )
 
     @app.post("/v1/extractions/process", response_model=MaterializationResponse, responses=_ERRORS)

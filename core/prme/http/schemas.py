@@ -223,3 +223,13 @@ class ExtractionStatusResponse(BaseModel):
     event_id: str
     extraction_status: ProcessingStatus
     work: list[WorkItemResponse]
+
+    @classmethod
+    def of(
+        cls, event_id: str, status: ProcessingStatus, work: list[WorkItem]
+    ) -> ExtractionStatusResponse:
+        return cls(
+            event_id=event_id,
+            extraction_status=status,
+            work=[WorkItemResponse.of(item) for item in work],
+        )

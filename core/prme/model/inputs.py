@@ -72,32 +72,44 @@ def _check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return value
 
 
-class StoreInput(BaseModel):
-    """What a direct store accepts, before the owner is resolved."""
+class SourceInput(BaseModel):
+    """The fields every write route takes about its source, with their shared rules."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    retrieval_content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
-    value_bindings: list[MemoryValueBinding] | None = Field(default=None, max_length=64)
     role: Role = Role.USER
     speaker: str | None = None
     session_id: str | None = Field(default=None, min_length=1, max_length=256)
-    node_type: NodeType | None = None
     scope: Scope | None = None
     metadata: dict[str, Any] | None = None
-    epistemic_type: EpistemicType | None = None
-    source_type: SourceType | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     event_time: AwareDatetime | None = None
-    ttl_days: int | None = Field(default=None, ge=0, le=36_500, strict=True)
 
     _speaker = field_validator("speaker")(normalize_speaker)
     _metadata = field_validator("metadata")(_check_metadata)
 
-    @field_validator("content", "retrieval_content")
+    @field_validator("content")
     @classmethod
-    def _not_blank(cls, value: str | None) -> str | None:
+    def _content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain non-whitespace text")
+        return value
+
+
+class StoreInput(SourceInput):
+    """What a direct store accepts, before the owner is resolved."""
+
+    retrieval_content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    value_bindings: list[MemoryValueBinding] | None = Field(default=None, max_length=64)
+    node_type: NodeType | None = None
+    epistemic_type: EpistemicType | None = None
+    source_type: SourceType | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    ttl_days: int | None = Field(default=None, ge=0, le=36_500, strict=True)
+
+    @field_validator("retrieval_content")
+    @classmethod
+    def _retrieval_content_not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must contain non-whitespace text")
         return value
@@ -117,28 +129,8 @@ class StoreInput(BaseModel):
 MAX_FAST_INGEST_ITEMS = 49
 
 
-class FastIngestItem(BaseModel):
+class FastIngestItem(SourceInput):
     """One raw source of a fast-ingest batch; its node is built later by materialization."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    role: Role = Role.USER
-    speaker: str | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=256)
-    scope: Scope | None = None
-    metadata: dict[str, Any] | None = None
-    event_time: AwareDatetime | None = None
-
-    _speaker = field_validator("speaker")(normalize_speaker)
-    _metadata = field_validator("metadata")(_check_metadata)
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain non-whitespace text")
-        return value
 
 
 class FastIngestInput(BaseModel):
@@ -159,29 +151,10 @@ class FastIngestInput(BaseModel):
         return items
 
 
-class IngestInput(BaseModel):
+class IngestInput(SourceInput):
     """A message to keep verbatim and extract memories from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    role: Role = Role.USER
-    speaker: str | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=256)
-    scope: Scope | None = None
-    metadata: dict[str, Any] | None = None
-    event_time: AwareDatetime | None = None
     wait_for_extraction: bool = False
-
-    _speaker = field_validator("speaker")(normalize_speaker)
-    _metadata = field_validator("metadata")(_check_metadata)
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain non-whitespace text")
-        return value
 
 
 class RetrievalFilters(BaseModel):
