@@ -87,6 +87,10 @@ IdempotencyKey = Annotated[
 ]
 
 
+def _key_text(idempotency_key: UUID | None) -> str | None:
+    return str(idempotency_key) if idempotency_key is not None else None
+
+
 def create_app(runtime: ApiRuntime) -> FastAPI:
     app = FastAPI(
         title="PRME Cloud",
@@ -119,7 +123,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = StoreInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        key = str(idempotency_key) if idempotency_key is not None else None
+        key = _key_text(idempotency_key)
         result = engine.store(owner, request, idempotency_key=key)
         return StoreResponse(
             event_id=result.event_id,
@@ -135,7 +139,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = IngestInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        key = str(idempotency_key) if idempotency_key is not None else None
+        key = _key_text(idempotency_key)
         result = engine.ingest(owner, request, idempotency_key=key)
         return IngestResponse(
             event_id=result.event_id,
@@ -189,7 +193,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = FastIngestInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        key = str(idempotency_key) if idempotency_key is not None else None
+        key = _key_text(idempotency_key)
         result = engine.ingest_fast(owner, request, idempotency_key=key)
         return FastIngestResponse(event_ids=result.event_ids, accepted=result.accepted)
 
@@ -281,7 +285,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
         idempotency_key: IdempotencyKey = None,
         user_id: UserIdQuery = None,
     ) -> NodeResponse:
-        key = str(idempotency_key) if idempotency_key is not None else None
+        key = _key_text(idempotency_key)
         owner = resolve_owner(caller, user_id)
         return NodeResponse.of(engine.promote(owner, str(node_id), idempotency_key=key))
 
@@ -292,7 +296,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
         idempotency_key: IdempotencyKey = None,
         user_id: UserIdQuery = None,
     ) -> NodeResponse:
-        key = str(idempotency_key) if idempotency_key is not None else None
+        key = _key_text(idempotency_key)
         owner = resolve_owner(caller, user_id)
         return NodeResponse.of(engine.archive(owner, str(node_id), idempotency_key=key))
 
@@ -304,7 +308,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
         idempotency_key: IdempotencyKey = None,
         user_id: UserIdQuery = None,
     ) -> NodeResponse:
-        key = str(idempotency_key) if idempotency_key is not None else None
+        key = _key_text(idempotency_key)
         evidence = str(body.evidence_id) if body and body.evidence_id else None
         node = engine.reinforce(
             resolve_owner(caller, user_id), str(node_id), evidence_id=evidence, idempotency_key=key

@@ -139,16 +139,7 @@ class SqliteLedger:
     def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
         with self._transaction() as tx:
             self._insert_node(tx, node)
-            tx.execute(
-                "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
-                (
-                    _status_column(work.status, work.kind.family),
-                    work.model_dump_json(),
-                    work.id,
-                    work.tenant_id,
-                    work.owner_id,
-                ),
-            )
+            self._update_work(tx, work)
 
     def commit_node_change(self, change: NodeChange) -> None:
         with self._transaction() as tx:
@@ -372,16 +363,7 @@ class SqliteLedger:
 
     def save_work(self, item: WorkItem) -> None:
         with self._transaction() as tx:
-            tx.execute(
-                "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
-                (
-                    _status_column(item.status, item.kind.family),
-                    item.model_dump_json(),
-                    item.id,
-                    item.tenant_id,
-                    item.owner_id,
-                ),
-            )
+            self._update_work(tx, item)
 
     def append_journal(self, record: JournalRecord) -> None:
         with self._transaction() as tx:
