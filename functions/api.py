@@ -11,8 +11,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
 from functions.runtime import backend, logger, metrics, tracer
-from prme.http.app import ApiRuntime, create_app
+from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
+from prme.http.dependencies import ApiRuntime
 
 
 @cache

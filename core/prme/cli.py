@@ -37,8 +37,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     import uvicorn
 
-    from prme.http.app import ApiRuntime, create_app
+    from prme.http.app import create_app
     from prme.http.auth import AuthPolicy
+    from prme.http.dependencies import ApiRuntime
 
     # Keyless calls are a local convenience of the embedded default, never of the cloud backend.
     local = is_loopback(args.host) and settings.backend == "embedded"

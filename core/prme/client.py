@@ -271,3 +271,9 @@ class MemoryClient:
             new_node_id=new_node_id,
             evidence_id=evidence_id,
         )
+
+    # -- relevance feedback and answer citations --
+
+    # -- alias proposals and reviews --
+
+    # -- grounded quantity aggregation --

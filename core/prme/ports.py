@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from prme.model.enums import WorkFamily
+from prme.model.enums import NodeType, WorkFamily
 from prme.model.extraction import Extraction
 from prme.model.records import (
     Credential,
@@ -21,6 +21,7 @@ from prme.model.records import (
     IdempotencyRecord,
     IngestCommit,
     JournalRecord,
+    MemoryEdge,
     MemoryNode,
     NodeChange,
     OwnerKey,
@@ -125,6 +126,20 @@ class Ledger(Protocol):
         ...
 
     def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None: ...
+
+    def list_journal(
+        self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
+    ) -> list[JournalRecord]:
+        """Records whose id starts with `id_prefix`, in id order, after the full id `after_id`."""
+        ...
+
+    def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
+        """Every node of one owner (a complete scan over all pages), optionally of one type."""
+        ...
+
+    def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
+        """Edges that start or end at a node, oldest first."""
+        ...
 
 
 class CredentialStore(Protocol):

@@ -3,77 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from prme.backends.clock import ManualClock
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
-from prme.engine.credentials import CredentialService
-from prme.http.app import ApiRuntime, create_app
+from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
+from prme.http.dependencies import ApiRuntime
 from prme.model.enums import CredentialRole
-from tests.conftest import TOKEN_COUNTER, aws_harness
-
-TENANT = "acme"
-
-
-@dataclass
-class Api:
-    client: TestClient
-    credentials: CredentialService
-    alice: dict[str, str]
-    bob: dict[str, str]
-    operator: dict[str, str]
-    other_tenant: dict[str, str]
-
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
-
-
-@pytest.fixture(params=["embedded", "aws"])
-def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
-    if request.param == "embedded":
-        backend = open_embedded(
-            tmp_path / "data",
-            embedder=HashingEmbedder(),
-            clock=ManualClock(),
-            token_counter=TOKEN_COUNTER,
-        )
-        engine, creds, close = backend.engine, backend.credentials, backend.close
-    else:
-        h = aws_harness(*request.getfixturevalue("aws_resources"))
-        engine = h.engine
-        creds = CredentialService(h.ledger, h.clock)  # type: ignore[arg-type]
-        close = None
-    keys = {
-        "alice": creds.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER).secret,
-        "bob": creds.create(tenant_id=TENANT, owner_id="bob", role=CredentialRole.OWNER).secret,
-        "operator": creds.create(
-            tenant_id=TENANT, owner_id=None, role=CredentialRole.OPERATOR
-        ).secret,
-        "other": creds.create(
-            tenant_id="globex", owner_id="alice", role=CredentialRole.OWNER
-        ).secret,
-    }
-    app = create_app(ApiRuntime(engine=engine, credentials=creds, auth=AuthPolicy()))
-    with TestClient(app) as client:
-        yield Api(
-            client,
-            creds,
-            bearer(keys["alice"]),
-            bearer(keys["bob"]),
-            bearer(keys["operator"]),
-            bearer(keys["other"]),
-        )
-    if close is not None:
-        close()
+from tests.conftest import TOKEN_COUNTER
+from tests.contract.http_support import TENANT, Api, bearer
 
 
 def store(api: Api, headers: dict[str, str], **body: Any) -> dict[str, Any]:

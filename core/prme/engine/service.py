@@ -143,3 +143,9 @@ class MemoryEngine:
         self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
     ) -> ProcessingReport:
         return materialize.process_pending_work(self.deps, owner, budget_ms=budget_ms)
+
+    # -- relevance feedback and answer citations (engine/feedback.py) --
+
+    # -- alias proposals and reviews (engine/aliases.py) --
+
+    # -- grounded quantity aggregation (engine/quantities.py) --

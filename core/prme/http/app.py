@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import FastAPI
 
-from prme.engine.credentials import CredentialService
-from prme.engine.identity import Principal, resolve_owner
+from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
-from prme.http.auth import AuthPolicy, authenticate
+from prme.http import routes_aliases, routes_feedback, routes_quantities
+from prme.http.dependencies import (
+    ERRORS,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    ApiRuntime,
+    Caller,
+    IdempotencyKey,
+    UserIdQuery,
+    key_text,
+)
 from prme.http.errors import install_error_handlers
 from prme.http.schemas import (
-    AcceptedErrorResponse,
     ErrorResponse,
     EventResponse,
     ExtractionStatusResponse,
@@ -38,59 +45,6 @@ from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, Store
 from prme.retrieval.receipts import RetrievalReceipt
 
 
-@dataclass(frozen=True)
-class ApiRuntime:
-    """What the routes need, built once by the composition root."""
-
-    engine: MemoryEngine
-    credentials: CredentialService
-    auth: AuthPolicy
-
-
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorResponse, "description": "Missing or invalid API key"},
-    403: {"model": ErrorResponse, "description": "The key may not act for that user_id"},
-    422: {"model": ErrorResponse, "description": "Invalid input; nothing was written"},
-    503: {"model": ErrorResponse, "description": "A dependency is unavailable"},
-}
-_READ_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse, "description": "Unknown or foreign id"}}
-_WRITE_ERRORS = {
-    **_ERRORS,
-    409: {"model": ErrorResponse, "description": "Idempotency-Key reused with a different body"},
-    503: {
-        "model": AcceptedErrorResponse,
-        "description": "Source saved but processing did not complete (accepted: true), "
-        "or a dependency was down before anything was written (no accepted field)",
-    },
-}
-
-
-def _runtime(request: Request) -> ApiRuntime:
-    runtime: ApiRuntime = request.app.state.runtime
-    return runtime
-
-
-def _principal(request: Request) -> Principal:
-    runtime = _runtime(request)
-    return authenticate(request, runtime.credentials, runtime.auth)
-
-
-Caller = Annotated[Principal, Depends(_principal)]
-UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
-IdempotencyKey = Annotated[
-    UUID | None,
-    Header(
-        alias="Idempotency-Key",
-        description="A UUID; a retry with the same key and body returns the first result, "
-        "another body under a used key is 409",
-    ),
-]
-
-
-def _key_text(idempotency_key: UUID | None) -> str | None:
-    return str(idempotency_key) if idempotency_key is not None else None
-
-
 def create_app(runtime: ApiRuntime) -> FastAPI:
     app = FastAPI(
         title="PRME Cloud",
@@ -109,13 +63,16 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     _write_routes(app, engine)
     _read_routes(app, engine)
     _lifecycle_routes(app, engine)
+    routes_feedback.register(app, engine)
+    routes_aliases.register(app, engine)
+    routes_quantities.register(app, engine)
     return app
 
 
 def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     """Admission: store, ingest (with extraction), fast ingest, and the processing passes."""
 
-    @app.post("/v1/store", response_model=StoreResponse, responses=_WRITE_ERRORS)
+    @app.post("/v1/store", response_model=StoreResponse, responses=WRITE_ERRORS)
     def store(
         body: StoreRequest, caller: Caller, idempotency_key: IdempotencyKey = None
     ) -> StoreResponse:
@@ -123,7 +80,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = StoreInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        key = _key_text(idempotency_key)
+        key = key_text(idempotency_key)
         result = engine.store(owner, request, idempotency_key=key)
         return StoreResponse(
             event_id=result.event_id,
@@ -131,7 +88,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
             processing_status=result.processing_status,
         )
 
-    @app.post("/v1/ingest", response_model=IngestResponse, responses=_WRITE_ERRORS)
+    @app.post("/v1/ingest", response_model=IngestResponse, responses=WRITE_ERRORS)
     def ingest(
         body: IngestRequest, caller: Caller, idempotency_key: IdempotencyKey = None
     ) -> IngestResponse:
@@ -139,7 +96,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = IngestInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        key = _key_text(idempotency_key)
+        key = key_text(idempotency_key)
         result = engine.ingest(owner, request, idempotency_key=key)
         return IngestResponse(
             event_id=result.event_id,
@@ -151,7 +108,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     @app.get(
         "/v1/events/{event_id}/extraction-status",
         response_model=ExtractionStatusResponse,
-        responses=_READ_ERRORS,
+        responses=READ_ERRORS,
     )
     def get_extraction_status(
         event_id: UUID, caller: Caller, user_id: UserIdQuery = None
@@ -164,7 +121,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     @app.post(
         "/v1/events/{event_id}/retry-extraction",
         response_model=ExtractionStatusResponse,
-        responses=_READ_ERRORS,
+        responses=READ_ERRORS,
     )
     def retry_extraction(
         event_id: UUID, caller: Caller, user_id: UserIdQuery = None
@@ -174,7 +131,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
             str(event_id), *engine.retry_extraction(owner, str(event_id))
         )
 
-    @app.post("/v1/extractions/process", response_model=MaterializationResponse, responses=_ERRORS)
+    @app.post("/v1/extractions/process", response_model=MaterializationResponse, responses=ERRORS)
     def process_extractions(
         body: MaterializationRequest, caller: Caller
     ) -> MaterializationResponse:
@@ -185,7 +142,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
             processed=report.processed, pending=report.pending, failed=report.failed
         )
 
-    @app.post("/v1/ingest/fast", response_model=FastIngestResponse, responses=_WRITE_ERRORS)
+    @app.post("/v1/ingest/fast", response_model=FastIngestResponse, responses=WRITE_ERRORS)
     def ingest_fast(
         body: FastIngestRequest, caller: Caller, idempotency_key: IdempotencyKey = None
     ) -> FastIngestResponse:
@@ -193,12 +150,12 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = FastIngestInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        key = _key_text(idempotency_key)
+        key = key_text(idempotency_key)
         result = engine.ingest_fast(owner, request, idempotency_key=key)
         return FastIngestResponse(event_ids=result.event_ids, accepted=result.accepted)
 
     @app.post(
-        "/v1/materializations/process", response_model=MaterializationResponse, responses=_ERRORS
+        "/v1/materializations/process", response_model=MaterializationResponse, responses=ERRORS
     )
     def process_materializations(
         body: MaterializationRequest, caller: Caller
@@ -214,7 +171,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
 def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
     """Retrieval, sources, nodes, processing state and receipts."""
 
-    @app.post("/v1/retrieve", response_model=RetrieveResponse, responses=_ERRORS)
+    @app.post("/v1/retrieve", response_model=RetrieveResponse, responses=ERRORS)
     def retrieve(body: RetrieveRequest, caller: Caller) -> RetrieveResponse:
         owner = resolve_owner(caller, body.user_id)
         request = RetrieveInput.model_validate(
@@ -228,12 +185,12 @@ def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
             metrics=response.metrics,
         )
 
-    @app.get("/v1/events/{event_id}", response_model=EventResponse, responses=_READ_ERRORS)
+    @app.get("/v1/events/{event_id}", response_model=EventResponse, responses=READ_ERRORS)
     def get_event(event_id: UUID, caller: Caller, user_id: UserIdQuery = None) -> EventResponse:
         return EventResponse.of(engine.get_event(resolve_owner(caller, user_id), str(event_id)))
 
     @app.get(
-        "/v1/events/{event_id}/nodes", response_model=list[NodeResponse], responses=_READ_ERRORS
+        "/v1/events/{event_id}/nodes", response_model=list[NodeResponse], responses=READ_ERRORS
     )
     def get_event_nodes(
         event_id: UUID, caller: Caller, user_id: UserIdQuery = None
@@ -244,7 +201,7 @@ def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
     @app.get(
         "/v1/events/{event_id}/processing-status",
         response_model=ProcessingStatusResponse,
-        responses=_READ_ERRORS,
+        responses=READ_ERRORS,
     )
     def get_processing_status(
         event_id: UUID, caller: Caller, user_id: UserIdQuery = None
@@ -256,11 +213,11 @@ def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
             work=[WorkItemResponse.of(item) for item in work],
         )
 
-    @app.get("/v1/nodes/{node_id}", response_model=NodeResponse, responses=_READ_ERRORS)
+    @app.get("/v1/nodes/{node_id}", response_model=NodeResponse, responses=READ_ERRORS)
     def get_node(node_id: UUID, caller: Caller, user_id: UserIdQuery = None) -> NodeResponse:
         return NodeResponse.of(engine.get_node(resolve_owner(caller, user_id), str(node_id)))
 
-    @app.get("/v1/retrievals/{request_id}", response_model=RetrievalReceipt, responses=_READ_ERRORS)
+    @app.get("/v1/retrievals/{request_id}", response_model=RetrievalReceipt, responses=READ_ERRORS)
     def get_retrieval(
         request_id: UUID, caller: Caller, user_id: UserIdQuery = None
     ) -> RetrievalReceipt:
@@ -270,7 +227,7 @@ def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
 def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
     """Forward-only lifecycle moves and supersedence."""
     move_errors: dict[int | str, dict[str, Any]] = {
-        **_READ_ERRORS,
+        **READ_ERRORS,
         409: {
             "model": ErrorResponse,
             "description": "The node's state does not allow the move, or the Idempotency-Key "
@@ -285,7 +242,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
         idempotency_key: IdempotencyKey = None,
         user_id: UserIdQuery = None,
     ) -> NodeResponse:
-        key = _key_text(idempotency_key)
+        key = key_text(idempotency_key)
         owner = resolve_owner(caller, user_id)
         return NodeResponse.of(engine.promote(owner, str(node_id), idempotency_key=key))
 
@@ -296,7 +253,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
         idempotency_key: IdempotencyKey = None,
         user_id: UserIdQuery = None,
     ) -> NodeResponse:
-        key = _key_text(idempotency_key)
+        key = key_text(idempotency_key)
         owner = resolve_owner(caller, user_id)
         return NodeResponse.of(engine.archive(owner, str(node_id), idempotency_key=key))
 
@@ -308,7 +265,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
         idempotency_key: IdempotencyKey = None,
         user_id: UserIdQuery = None,
     ) -> NodeResponse:
-        key = _key_text(idempotency_key)
+        key = key_text(idempotency_key)
         evidence = str(body.evidence_id) if body and body.evidence_id else None
         node = engine.reinforce(
             resolve_owner(caller, user_id), str(node_id), evidence_id=evidence, idempotency_key=key

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-WorkFamily = Literal["materialize", "extract"]
+WorkFamily = Literal["materialize", "extract", "alias"]
 
 
 class Role(StrEnum):
@@ -81,11 +81,19 @@ class WorkKind(StrEnum):
     MATERIALIZE_EVENT = "materialize_event"
     # An ingested message waits for its extraction (rules or an LLM).
     EXTRACT = "extract"
+    # New entity nodes of an owner wait for the maintenance job's alias proposal scan.
+    ALIAS_SCAN = "alias_scan"
 
     @property
     def family(self) -> WorkFamily:
-        """Materialization never calls a model; extraction may: they are processed apart."""
-        return "extract" if self is WorkKind.EXTRACT else "materialize"
+        """Materialization never calls a model; extraction may; alias scans run in maintenance.
+
+        Each family is listed and processed apart from the others."""
+        if self is WorkKind.EXTRACT:
+            return "extract"
+        if self is WorkKind.ALIAS_SCAN:
+            return "alias"
+        return "materialize"
 
 
 class WorkStatus(StrEnum):

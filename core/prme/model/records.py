@@ -229,6 +229,10 @@ class MemoryEdge(BaseModel):
     target_node_id: str
     evidence_refs: tuple[str, ...] = ()
     created_at: AwareDatetime
+    # True when a person confirmed the link (an accepted alias review), not a pattern.
+    verified: bool = False
+    # The journal record that created the link, when one operation did (a review).
+    operation_id: str | None = None
 
 
 class NodeChange(BaseModel):

@@ -23,7 +23,7 @@ from prme.errors import (
     RetryableStorageError,
     StorageUnavailableError,
 )
-from prme.model.enums import LifecycleState, WorkFamily, WorkStatus
+from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -70,6 +70,10 @@ def _part(value: str) -> str:
     return value.replace("%", "%25").replace("#", "%23")
 
 
+# The greatest code point: its UTF-8 bytes sort after every other character's.
+_HIGHEST_CHARACTER = "\U0010ffff"
+
+
 def _owner_pk(tenant_id: str, owner_id: str) -> str:
     return f"T#{_part(tenant_id)}#O#{_part(owner_id)}"
 
@@ -84,12 +88,13 @@ def _sortable(moment: datetime) -> str:
 
 
 def _owner_pending_pk(owner_pk: str, family: WorkFamily) -> str:
-    # Extraction work sits under its own keys: materialization passes never read it.
-    return owner_pk if family == "materialize" else f"{owner_pk}#EXTRACT"
+    # Each other family (extraction, alias scans) sits under its own keys: a pass of
+    # one family never reads another's work.
+    return owner_pk if family == "materialize" else f"{owner_pk}#{family.upper()}"
 
 
 def _pending_pk(family: WorkFamily, shard: int) -> str:
-    return f"PENDING#{shard}" if family == "materialize" else f"EXTRACT#{shard}"
+    return f"PENDING#{shard}" if family == "materialize" else f"{family.upper()}#{shard}"
 
 
 def _shard(work_id: str) -> int:
@@ -581,6 +586,48 @@ class DynamoDbLedger:
     def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
         item = self._get(_key(_pk_of(owner), f"JOURNAL#{_part(record_id)}"))
         return None if item is None else JournalRecord.model_validate_json(_body(item))
+
+    def list_journal(
+        self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
+    ) -> list[JournalRecord]:
+        if limit <= 0:
+            return []
+        prefix = f"JOURNAL#{_part(id_prefix)}"
+        # BETWEEN is inclusive: start at the cursor itself and drop it below.
+        low = max(prefix, f"JOURNAL#{_part(after_id)}") if after_id is not None else prefix
+        items = self._query_items(
+            limit=limit + 1,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :low AND :high",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": _pk_of(owner)},
+                ":low": {"S": low},
+                ":high": {"S": prefix + _HIGHEST_CHARACTER},
+            },
+            ConsistentRead=True,
+        )
+        records = [JournalRecord.model_validate_json(_body(item)) for item in items]
+        return [
+            r
+            for r in records
+            if r.id.startswith(id_prefix) and (after_id is None or r.id > after_id)
+        ][:limit]
+
+    def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
+        items = self._query_prefix(_pk_of(owner), "NODE#")
+        nodes = [MemoryNode.model_validate_json(_body(item)) for item in items]
+        return [n for n in nodes if node_type is None or n.node_type is node_type]
+
+    def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
+        # Edges live in the owner's partition; their number per owner is small next to nodes.
+        edges = [
+            MemoryEdge.model_validate_json(_body(item))
+            for item in self._query_prefix(_pk_of(owner), "EDGE#")
+        ]
+        return sorted(
+            (e for e in edges if node_id in (e.source_node_id, e.target_node_id)),
+            key=lambda e: (e.created_at, e.id),
+        )
 
     # -- CredentialStore ----------------------------------------------------------------
 

@@ -15,13 +15,14 @@ from pathlib import Path
 
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.errors import ConflictError, StorageUnavailableError
-from prme.model.enums import LifecycleState, WorkFamily, WorkStatus
+from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
     IdempotencyRecord,
     IngestCommit,
     JournalRecord,
+    MemoryEdge,
     MemoryNode,
     NodeChange,
     OwnerKey,
@@ -60,6 +61,8 @@ CREATE INDEX IF NOT EXISTS node_expiry_by_time ON node_expiry (expires_at);
 CREATE TABLE IF NOT EXISTS edges (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL,
     target TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_by_source ON edges (tenant, owner, source);
+CREATE INDEX IF NOT EXISTS edges_by_target ON edges (tenant, owner, target);
 CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
@@ -375,6 +378,42 @@ class SqliteLedger:
             (owner.tenant_id, owner.owner_id, record_id),
         )
         return JournalRecord.model_validate_json(rows[0][0]) if rows else None
+
+    def list_journal(
+        self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
+    ) -> list[JournalRecord]:
+        # A range over the primary key: ids from the prefix on, then the prefix check.
+        rows = self._query(
+            "SELECT body FROM journal WHERE tenant=? AND owner=? AND id >= ? AND id > ? "
+            "AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
+            (
+                owner.tenant_id,
+                owner.owner_id,
+                id_prefix,
+                after_id or "",
+                len(id_prefix),
+                id_prefix,
+                limit,
+            ),
+        )
+        return [JournalRecord.model_validate_json(body) for (body,) in rows]
+
+    def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
+        rows = self._query(
+            "SELECT body FROM nodes WHERE tenant=? AND owner=? ORDER BY id",
+            (owner.tenant_id, owner.owner_id),
+        )
+        nodes = [MemoryNode.model_validate_json(body) for (body,) in rows]
+        return [n for n in nodes if node_type is None or n.node_type is node_type]
+
+    def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
+        rows = self._query(
+            "SELECT body FROM edges WHERE tenant=? AND owner=? AND source=? "
+            "UNION SELECT body FROM edges WHERE tenant=? AND owner=? AND target=?",
+            (owner.tenant_id, owner.owner_id, node_id) * 2,
+        )
+        edges = [MemoryEdge.model_validate_json(body) for (body,) in rows]
+        return sorted(edges, key=lambda e: (e.created_at, e.id))
 
     # -- CredentialStore ---------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
-from prme.model.enums import LifecycleState, WorkFamily, WorkStatus
+from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
     Event,
@@ -194,6 +194,46 @@ class InMemoryLedger:
 
     def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
         return self.journal.get((owner.tenant_id, owner.owner_id, record_id))
+
+    def list_journal(
+        self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
+    ) -> list[JournalRecord]:
+        with self._lock:
+            found = sorted(
+                (
+                    j
+                    for (tenant, owner_id, record_id), j in self.journal.items()
+                    if _key(owner, tenant, owner_id)
+                    and record_id.startswith(id_prefix)
+                    and (after_id is None or record_id > after_id)
+                ),
+                key=lambda j: j.id,
+            )
+        return found[:limit]
+
+    def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
+        with self._lock:
+            return sorted(
+                (
+                    n
+                    for n in self.nodes.values()
+                    if _key(owner, n.tenant_id, n.owner_id)
+                    and (node_type is None or n.node_type is node_type)
+                ),
+                key=lambda n: n.id,
+            )
+
+    def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
+        with self._lock:
+            return sorted(
+                (
+                    e
+                    for e in self.edges.values()
+                    if _key(owner, e.tenant_id, e.owner_id)
+                    and node_id in (e.source_node_id, e.target_node_id)
+                ),
+                key=lambda e: (e.created_at, e.id),
+            )
 
 
 class InMemoryCredentialStore:

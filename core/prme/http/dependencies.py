@@ -1,0 +1,68 @@
+"""What every route module shares: the runtime, the caller, common parameters and error lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import Depends, Header, Query, Request
+
+from prme.engine.credentials import CredentialService
+from prme.engine.identity import Principal
+from prme.engine.service import MemoryEngine
+from prme.http.auth import AuthPolicy, authenticate
+from prme.http.schemas import AcceptedErrorResponse, ErrorResponse
+
+
+@dataclass(frozen=True)
+class ApiRuntime:
+    """What the routes need, built once by the composition root."""
+
+    engine: MemoryEngine
+    credentials: CredentialService
+    auth: AuthPolicy
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorResponse, "description": "Missing or invalid API key"},
+    403: {"model": ErrorResponse, "description": "The key may not act for that user_id"},
+    422: {"model": ErrorResponse, "description": "Invalid input; nothing was written"},
+    503: {"model": ErrorResponse, "description": "A dependency is unavailable"},
+}
+READ_ERRORS = {**ERRORS, 404: {"model": ErrorResponse, "description": "Unknown or foreign id"}}
+WRITE_ERRORS = {
+    **ERRORS,
+    409: {"model": ErrorResponse, "description": "Idempotency-Key reused with a different body"},
+    503: {
+        "model": AcceptedErrorResponse,
+        "description": "Source saved but processing did not complete (accepted: true), "
+        "or a dependency was down before anything was written (no accepted field)",
+    },
+}
+
+
+def runtime_of(request: Request) -> ApiRuntime:
+    runtime: ApiRuntime = request.app.state.runtime
+    return runtime
+
+
+def principal_of(request: Request) -> Principal:
+    runtime = runtime_of(request)
+    return authenticate(request, runtime.credentials, runtime.auth)
+
+
+Caller = Annotated[Principal, Depends(principal_of)]
+UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+IdempotencyKey = Annotated[
+    UUID | None,
+    Header(
+        alias="Idempotency-Key",
+        description="A UUID; a retry with the same key and body returns the first result, "
+        "another body under a used key is 409",
+    ),
+]
+
+
+def key_text(idempotency_key: UUID | None) -> str | None:
+    return str(idempotency_key) if idempotency_key is not None else None
