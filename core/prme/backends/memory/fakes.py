@@ -88,19 +88,26 @@ class InMemoryLedger:
             self.work[work.id] = work
 
     def commit_node_change(self, change: NodeChange) -> None:
+        j, idem = change.journal, change.idempotency
         with self._lock:
+            # Every check before any write: a conflict leaves nothing behind.
             for previous, _ in change.updates:
                 if self.nodes.get((previous.tenant_id, previous.owner_id, previous.id)) != previous:
                     raise ConflictError("node changed")
-            idem = change.idempotency
-            if idem is not None:
-                idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
-                if idem_key in self.idempotency:
-                    raise ConflictError("idempotency key already used")
-                self.idempotency[idem_key] = idem
+            if (j.tenant_id, j.owner_id, j.id) in self.journal:
+                raise ConflictError("journal record already exists")
+            if idem is not None and (
+                (idem.tenant_id, idem.owner_id, idem.operation, idem.key) in self.idempotency
+            ):
+                raise ConflictError("idempotency key already used")
             for node in change.new_nodes:
                 if (node.tenant_id, node.owner_id, node.id) in self.nodes:
                     raise ConflictError("node already exists")
+            for edge in change.edges:
+                if (edge.tenant_id, edge.owner_id, edge.id) in self.edges:
+                    raise ConflictError("edge already exists")
+            if idem is not None:
+                self.idempotency[(idem.tenant_id, idem.owner_id, idem.operation, idem.key)] = idem
             for _, new in change.updates:
                 self.nodes[(new.tenant_id, new.owner_id, new.id)] = new
             for node in change.new_nodes:
@@ -108,7 +115,6 @@ class InMemoryLedger:
             self.work.update((w.id, w) for w in change.work_updates)
             for edge in change.edges:
                 self.edges[(edge.tenant_id, edge.owner_id, edge.id)] = edge
-            j = change.journal
             self.journal[(j.tenant_id, j.owner_id, j.id)] = j
             self.work.update((w.id, w) for w in change.work)
 

@@ -1,0 +1,321 @@
+"""Relevance judgments, answer citations and receipt replay: records about one saved retrieval.
+
+Every record is validated against the saved receipt only (never the live graph), journaled
+under a prefix-namespaced id, and returned as first written on an identical retry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from prme.engine.deps import EngineDeps
+from prme.errors import BadRequestError, ConflictError, InvalidRequestError, NotFoundError
+from prme.model.feedback import (
+    AnswerCitationInput,
+    AnswerCitationPage,
+    AnswerCitationRecord,
+    CitedEntry,
+    LabelExposure,
+    RelevanceInput,
+    RelevancePage,
+    RelevanceRecord,
+    ReplayReport,
+)
+from prme.model.records import JournalRecord, OwnerKey
+from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
+
+MAX_PAGE = 1000
+
+_Record = TypeVar("_Record", RelevanceRecord, AnswerCitationRecord)
+
+
+@dataclass(frozen=True)
+class _Collection(Generic[_Record]):
+    """One kind of record in the journal: its id prefix, operation name and payload model."""
+
+    prefix: str
+    operation: str
+    model: type[_Record]
+
+
+RELEVANCE = _Collection("relevance:", "relevance_feedback", RelevanceRecord)
+CITATIONS = _Collection("citation:", "answer_citation", AnswerCitationRecord)
+
+
+def _saved_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> JournalRecord:
+    record = deps.ledger.get_journal(owner, request_id)
+    if record is None or record.operation != RECEIPT_OPERATION or not record.verify():
+        raise NotFoundError("Retrieval receipt not found")
+    return record
+
+
+def _full_entries(receipt: RetrievalReceipt) -> dict[str, dict[str, object]]:
+    """Context entries that carry their text (folded repeats only point at another entry)."""
+    return {
+        str(e["node_id"]): e for e in receipt.context.entries if e.get("representation") == "full"
+    }
+
+
+# -- relevance ---------------------------------------------------------------------------
+
+
+def record_relevance(deps: EngineDeps, owner: OwnerKey, request: RelevanceInput) -> RelevanceRecord:
+    feedback_id = str(request.feedback_id or uuid.UUID(deps.ids()))
+    existing = _read(deps, owner, RELEVANCE, feedback_id)
+    if existing is not None:
+        return _same_relevance(existing, request)
+    saved = _saved_receipt(deps, owner, str(request.request_id))
+    receipt = RetrievalReceipt.model_validate(saved.payload)
+    record = RelevanceRecord(
+        feedback_id=feedback_id,
+        request_id=receipt.request_id,
+        user_id=owner.owner_id,
+        surface=request.surface,
+        method=request.method,
+        labels={str(k): v for k, v in sorted(request.labels.items(), key=lambda kv: str(kv[0]))},
+        exposures=_exposures(receipt, request),
+        receipt_schema_version=receipt.schema_version,
+        receipt_checksum=saved.checksum,
+        created_at=deps.clock.now(),
+    )
+    return _append(
+        deps,
+        owner,
+        RELEVANCE,
+        feedback_id,
+        record,
+        on_existing=lambda f: _same_relevance(f, request),
+    )
+
+
+def _exposures(receipt: RetrievalReceipt, request: RelevanceInput) -> list[LabelExposure]:
+    hashes = {c.node_id: c.content_sha256 for c in receipt.candidates}
+    exposures: list[LabelExposure] = []
+    if request.surface == "results":
+        positions = {node_id: i + 1 for i, node_id in enumerate(receipt.returned_node_ids)}
+        for node, relevant in request.labels.items():
+            node_id = str(node)
+            if node_id not in positions:
+                raise BadRequestError(f"Label for a node the retrieval did not return: {node_id}")
+            exposures.append(
+                LabelExposure(
+                    node_id=node_id,
+                    relevant=relevant,
+                    content_sha256=hashes[node_id],
+                    position=positions[node_id],
+                )
+            )
+    else:
+        entries = {str(e["node_id"]): e for e in receipt.context.entries}
+        for node, relevant in request.labels.items():
+            node_id = str(node)
+            entry = entries.get(node_id)
+            if entry is None:
+                raise BadRequestError(f"Label for a node that is not in the context: {node_id}")
+            if relevant and entry.get("representation") != "full":
+                raise BadRequestError(
+                    f"A positive context label needs an entry with its content: {node_id}"
+                )
+            exposures.append(
+                LabelExposure(
+                    node_id=node_id,
+                    relevant=relevant,
+                    content_sha256=hashes[node_id],
+                    context_ref=str(entry["ref"]),
+                )
+            )
+    return sorted(exposures, key=lambda e: e.node_id)
+
+
+def _same_relevance(first: RelevanceRecord, request: RelevanceInput) -> RelevanceRecord:
+    same = (
+        first.request_id == str(request.request_id)
+        and first.surface == request.surface
+        and first.method == request.method
+        and first.labels == {str(k): v for k, v in request.labels.items()}
+    )
+    if not same:
+        raise BadRequestError("feedback_id was already used for another judgment")
+    return first
+
+
+def get_relevance(deps: EngineDeps, owner: OwnerKey, feedback_id: str) -> RelevanceRecord:
+    found = _read(deps, owner, RELEVANCE, feedback_id)
+    if found is None:
+        raise NotFoundError("Relevance record not found")
+    return found
+
+
+def list_relevance(
+    deps: EngineDeps, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+) -> RelevancePage:
+    items, next_after = _page(deps, owner, RELEVANCE, limit=limit, after_id=after_id)
+    return RelevancePage(items=items, next_after_id=next_after)
+
+
+# -- answer citations --------------------------------------------------------------------
+
+
+def record_answer_citations(
+    deps: EngineDeps, owner: OwnerKey, request: AnswerCitationInput
+) -> AnswerCitationRecord:
+    citation_id = str(request.citation_id or uuid.UUID(deps.ids()))
+    existing = _read(deps, owner, CITATIONS, citation_id)
+    if existing is not None:
+        return _same_citation(existing, request)
+    saved = _saved_receipt(deps, owner, str(request.request_id))
+    receipt = RetrievalReceipt.model_validate(saved.payload)
+    full = _full_entries(receipt)
+    hashes = {c.node_id: c.content_sha256 for c in receipt.candidates}
+    cited: list[CitedEntry] = []
+    for node in request.cited_node_ids:
+        node_id = str(node)
+        entry = full.get(node_id)
+        if entry is None:
+            raise BadRequestError(
+                f"Cited node is not a content-bearing entry of the saved context: {node_id}"
+            )
+        cited.append(
+            CitedEntry(
+                node_id=node_id, context_ref=str(entry["ref"]), content_sha256=hashes[node_id]
+            )
+        )
+    record = AnswerCitationRecord(
+        citation_id=citation_id,
+        request_id=receipt.request_id,
+        user_id=owner.owner_id,
+        answer_id=request.answer_id,
+        answer_sha256=request.answer_sha256,
+        method=request.method,
+        cited_node_ids=[c.node_id for c in cited],
+        cited_entries=cited,
+        no_citations=not cited,
+        receipt_checksum=saved.checksum,
+        context_sha256=receipt.context.context_sha256,
+        created_at=deps.clock.now(),
+    )
+    return _append(
+        deps,
+        owner,
+        CITATIONS,
+        citation_id,
+        record,
+        on_existing=lambda f: _same_citation(f, request),
+    )
+
+
+def _same_citation(
+    first: AnswerCitationRecord, request: AnswerCitationInput
+) -> AnswerCitationRecord:
+    same = (
+        first.request_id == str(request.request_id)
+        and first.answer_id == request.answer_id
+        and first.answer_sha256 == request.answer_sha256
+        and first.method == request.method
+        and first.cited_node_ids == [str(n) for n in request.cited_node_ids]
+    )
+    if not same:
+        raise ConflictError("citation_id was already used with other input")
+    return first
+
+
+def get_answer_citations(
+    deps: EngineDeps, owner: OwnerKey, citation_id: str
+) -> AnswerCitationRecord:
+    found = _read(deps, owner, CITATIONS, citation_id)
+    if found is None:
+        raise NotFoundError("Answer citation record not found")
+    return found
+
+
+def list_answer_citations(
+    deps: EngineDeps, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+) -> AnswerCitationPage:
+    items, next_after = _page(deps, owner, CITATIONS, limit=limit, after_id=after_id)
+    return AnswerCitationPage(items=items, next_after_id=next_after)
+
+
+# -- receipt replay ----------------------------------------------------------------------
+
+
+def replay_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> ReplayReport:
+    """Recompute a saved ranking from the receipt alone and say whether it matches."""
+    record = deps.ledger.get_journal(owner, request_id)
+    if record is None or record.operation != RECEIPT_OPERATION:
+        raise NotFoundError("Retrieval receipt not found")
+    receipt = RetrievalReceipt.model_validate(record.payload)
+    replayed = receipt.replay_ranking()
+    saved = receipt.saved_ranking()
+    return ReplayReport(
+        request_id=receipt.request_id,
+        schema_version=receipt.schema_version,
+        receipt_checksum_valid=record.verify(),
+        saved_ranking=saved,
+        replayed_ranking=replayed,
+        matches=replayed == saved,
+        returned_node_ids=receipt.returned_node_ids,
+    )
+
+
+# -- shared journal plumbing -------------------------------------------------------------
+
+
+def _read(
+    deps: EngineDeps, owner: OwnerKey, kind: _Collection[_Record], record_id: str
+) -> _Record | None:
+    record = deps.ledger.get_journal(owner, kind.prefix + record_id)
+    if record is None or record.operation != kind.operation or not record.verify():
+        return None
+    return kind.model.model_validate(record.payload)
+
+
+def _append(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    kind: _Collection[_Record],
+    record_id: str,
+    record: _Record,
+    *,
+    on_existing: Callable[[_Record], _Record],
+) -> _Record:
+    journal = JournalRecord.build(
+        record_id=kind.prefix + record_id,
+        owner=owner,
+        operation=kind.operation,
+        subject_id=record.request_id,
+        created_at=record.created_at,
+        payload=record.model_dump(mode="json"),
+    )
+    try:
+        deps.ledger.append_journal(journal)
+    except ConflictError:
+        # A concurrent call with the same id won: judge this one against what it saved.
+        first = _read(deps, owner, kind, record_id)
+        if first is None:
+            raise
+        return on_existing(first)
+    return record
+
+
+def _page(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    kind: _Collection[_Record],
+    *,
+    limit: int,
+    after_id: str | None,
+) -> tuple[list[_Record], str | None]:
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidRequestError(f"limit must be 1 to {MAX_PAGE}", field=("limit",))
+    cursor = kind.prefix + after_id if after_id is not None else None
+    records = deps.ledger.list_journal(owner, kind.prefix, after_id=cursor, limit=limit)
+    items = [
+        kind.model.model_validate(r.payload)
+        for r in records
+        if r.operation == kind.operation and r.verify()
+    ]
+    next_after = records[-1].id.removeprefix(kind.prefix) if len(records) == limit else None
+    return items, next_after
