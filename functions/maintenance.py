@@ -1,4 +1,5 @@
-"""Scheduled maintenance (EventBridge): archive expired nodes, re-announce overdue pending work."""
+"""Scheduled maintenance (EventBridge): archive expired nodes, re-announce overdue pending work,
+and scan owners with new entities for alias proposals (advice for a human review only)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,24 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     engine = backend().engine
     archived = engine.archive_expired()
     swept = engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
+    aliases = engine.propose_aliases()
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept)
-    logger.info("maintenance pass", extra={"archived": archived, "overdue_announced": swept})
-    return {"expired_archived": archived, "overdue_announced": swept}
+    metrics.add_metric(
+        name="AliasProposalsCreated", unit=MetricUnit.Count, value=aliases.proposals_created
+    )
+    logger.info(
+        "maintenance pass",
+        extra={
+            "archived": archived,
+            "overdue_announced": swept,
+            "alias_owners_scanned": aliases.owners_scanned,
+            "alias_proposals_created": aliases.proposals_created,
+            "alias_work_pending": aliases.pending,
+        },
+    )
+    return {
+        "expired_archived": archived,
+        "overdue_announced": swept,
+        "alias_proposals_created": aliases.proposals_created,
+    }

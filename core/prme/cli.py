@@ -116,7 +116,11 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(settings, args.data_dir)
     try:
         report = backend.engine.process_pending(None, budget_ms=args.budget_ms)
-        print(f"processed={report.processed} pending={report.pending} failed={report.failed}")
+        aliases = backend.engine.propose_aliases(None)
+        print(
+            f"processed={report.processed} pending={report.pending} failed={report.failed} "
+            f"alias_proposals={aliases.proposals_created}"
+        )
         return 0
     finally:
         backend.close()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from prme.engine.work_refs import WorkRef
-from prme.model.enums import ProcessingStatus
+from prme.model.enums import NodeType, ProcessingStatus
 from prme.model.inputs import StoreInput
 from tests.integration.lambda_support import ALICE, Deployed, FakeLambdaContext, load_event
 
@@ -159,12 +159,28 @@ def test_maintenance_announces_overdue_work(
 
     time.sleep(1.1)
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
-    assert result == {"expired_archived": 0, "overdue_announced": 1}
+    assert result == {"expired_archived": 0, "overdue_announced": 1, "alias_proposals_created": 0}
     messages = deployed.sqs.receive_message(
         QueueUrl=deployed.urls["materialize"], MaxNumberOfMessages=10
     )
     refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages["Messages"]]
     assert refs == [WorkRef.of(work)]
+
+
+def test_maintenance_proposes_aliases_for_new_entities(deployed: Deployed) -> None:
+    from functions import maintenance, runtime
+
+    engine = runtime.backend().engine
+    for name in ("International Business Machines", "IBM"):
+        engine.store(ALICE, StoreInput(content=name, node_type=NodeType.ENTITY))
+    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    assert result["alias_proposals_created"] == 1
+    [item] = engine.list_alias_proposals(ALICE)
+    assert {c.name for c in item.proposal.nodes} == {"International Business Machines", "IBM"}
+    # The scan closed the alias work, and a second pass proposes nothing twice.
+    assert engine.deps.ledger.count_pending_work(ALICE, family="alias") == 0
+    again = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    assert again["alias_proposals_created"] == 0
 
 
 def _received_refs(deployed: Deployed, family: str) -> list[WorkRef]:

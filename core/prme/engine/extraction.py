@@ -19,7 +19,7 @@ from prme.engine.deps import EngineDeps
 from prme.engine.inference import infer_source_type
 from prme.engine.materialize import MAX_WORK_ATTEMPTS, ProcessingReport, index_nodes
 from prme.engine.reads import summarize_work
-from prme.engine.store import StoreResult, store_memory
+from prme.engine.store import StoreResult, alias_scan_work, store_memory
 from prme.errors import (
     ConflictError,
     ExtractionUnavailableError,
@@ -38,6 +38,7 @@ from prme.model.enums import (
 from prme.model.extraction import Extraction
 from prme.model.inputs import IngestInput, StoreInput
 from prme.model.records import (
+    EXTRACTION_METADATA_KEY,
     Event,
     JournalRecord,
     MemoryEdge,
@@ -50,7 +51,6 @@ from prme.model.records import (
 
 INGEST_OPERATION = "ingest"
 EXTRACTION_JOURNAL = "extraction"
-EXTRACTION_METADATA_KEY = "prme_extraction_v1"
 # Nodes (two writes each with their event link), edges, journal and work fit one transaction.
 MAX_ARTIFACT_NODES = 30
 MAX_ARTIFACT_EDGES = 20
@@ -216,6 +216,20 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
         },
     )
     done = item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
+    entities = [n for n in nodes if n.node_type is NodeType.ENTITY]
+    # New entities wait for the maintenance pass's alias proposal scan of this owner.
+    alias_work = (
+        (
+            alias_scan_work(
+                deps,
+                entities[0],
+                event_id=event.id,
+                work_id=str(uuid.uuid5(uuid.UUID(item.id), "alias_scan")),
+            ),
+        )
+        if entities
+        else ()
+    )
     try:
         deps.ledger.commit_node_change(
             NodeChange(
@@ -223,6 +237,7 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
                 journal=journal,
                 edges=tuple(edges),
                 new_nodes=tuple(nodes),
+                work=alias_work,
                 work_updates=(done,),
             )
         )

@@ -15,11 +15,12 @@ from prme.engine.materialize import index_nodes
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
 from prme.errors import ConflictError, PrmeError
-from prme.model.enums import ProcessingStatus, WorkKind, WorkStatus
+from prme.model.enums import NodeType, ProcessingStatus, WorkKind, WorkStatus
 from prme.model.inputs import StoreInput
 from prme.model.records import (
     VALUE_BINDINGS_METADATA_KEY,
     JournalRecord,
+    MemoryNode,
     OwnerKey,
     StoreCommit,
     WorkItem,
@@ -113,6 +114,25 @@ def build_store_commit(
     return StoreCommit(event=event, node=node, journal=journal, work=work, idempotency=record)
 
 
+def alias_scan_work(
+    deps: EngineDeps, node: MemoryNode, *, event_id: str, work_id: str | None = None
+) -> WorkItem:
+    """A pending alias scan of the node's owner, left for the maintenance pass.
+
+    Its own work family: it never counts in a source's processing or extraction status."""
+    now = deps.clock.now()
+    return WorkItem(
+        id=work_id or deps.ids(),
+        tenant_id=node.tenant_id,
+        owner_id=node.owner_id,
+        kind=WorkKind.ALIAS_SCAN,
+        event_id=event_id,
+        node_id=node.id,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def _replayed(deps: EngineDeps, owner: OwnerKey, result: dict[str, Any]) -> StoreResult:
     work = [
         w
@@ -150,8 +170,11 @@ def store_memory(
         idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
         operation=operation,
     )
-    if extra_work is not None:
-        commit = commit.model_copy(update={"extra_work": extra_work(commit)})
+    extras = extra_work(commit) if extra_work is not None else ()
+    if commit.node.node_type is NodeType.ENTITY:
+        extras = (*extras, alias_scan_work(deps, commit.node, event_id=commit.event.id))
+    if extras:
+        commit = commit.model_copy(update={"extra_work": extras})
     # Index first, then commit everything in one ledger write whose work item already says
     # whether indexing happened. A crash or failed commit in between leaves only an index
     # document without a node, which retrieval drops because it reads nodes from the ledger.
