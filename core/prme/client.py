@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -11,16 +12,32 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from prme.composition import open_backend
+from prme.engine.aliases import AliasScanReport
 from prme.engine.extraction import IngestResult
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.errors import InvalidRequestError
+from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding
-from prme.model.enums import ProcessingStatus
+from prme.model.enums import ProcessingStatus, Scope
+from prme.model.feedback import (
+    AnswerCitationInput,
+    AnswerCitationPage,
+    AnswerCitationRecord,
+    RelevanceInput,
+    RelevancePage,
+    RelevanceRecord,
+    ReplayReport,
+)
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
-from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
+from prme.model.quantities import (
+    QuantityAggregation,
+    QuantityAggregationQuery,
+    QuantityQuestionAnswer,
+)
+from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.results import RetrievalResponse
 from prme.settings import Settings
@@ -36,7 +53,15 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-_Input = TypeVar("_Input", StoreInput, RetrieveInput, IngestInput, FastIngestInput)
+_Input = TypeVar(
+    "_Input",
+    StoreInput,
+    RetrieveInput,
+    IngestInput,
+    FastIngestInput,
+    RelevanceInput,
+    AnswerCitationInput,
+)
 
 
 def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
@@ -274,6 +299,147 @@ class MemoryClient:
 
     # -- relevance feedback and answer citations --
 
+    def record_relevance(
+        self,
+        request_id: str,
+        labels: dict[str, bool],
+        *,
+        feedback_id: str | None = None,
+        surface: Literal["results", "context"] = "results",
+        method: Literal["explicit_user", "structured_evaluation"] = "explicit_user",
+        user_id: str | None = None,
+    ) -> RelevanceRecord:
+        request = _validated(
+            RelevanceInput,
+            {
+                "request_id": request_id,
+                "labels": labels,
+                "feedback_id": feedback_id,
+                "surface": surface,
+                "method": method,
+            },
+        )
+        return self._engine.record_relevance(self._owner(user_id), request)
+
+    def get_relevance(self, feedback_id: str, *, user_id: str | None = None) -> RelevanceRecord:
+        return self._engine.get_relevance(self._owner(user_id), feedback_id)
+
+    def list_relevance(
+        self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
+    ) -> RelevancePage:
+        return self._engine.list_relevance(self._owner(user_id), limit=limit, after_id=after_id)
+
+    def record_answer_citations(
+        self,
+        request_id: str,
+        answer_id: str,
+        cited_node_ids: Sequence[str],
+        *,
+        method: Literal["model_reported", "application_verified", "human_verified"],
+        citation_id: str | None = None,
+        answer_sha256: str | None = None,
+        user_id: str | None = None,
+    ) -> AnswerCitationRecord:
+        request = _validated(
+            AnswerCitationInput,
+            {
+                "request_id": request_id,
+                "answer_id": answer_id,
+                "cited_node_ids": list(cited_node_ids),
+                "method": method,
+                "citation_id": citation_id,
+                "answer_sha256": answer_sha256,
+            },
+        )
+        return self._engine.record_answer_citations(self._owner(user_id), request)
+
+    def get_answer_citations(
+        self, citation_id: str, *, user_id: str | None = None
+    ) -> AnswerCitationRecord:
+        return self._engine.get_answer_citations(self._owner(user_id), citation_id)
+
+    def list_answer_citations(
+        self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
+    ) -> AnswerCitationPage:
+        return self._engine.list_answer_citations(
+            self._owner(user_id), limit=limit, after_id=after_id
+        )
+
+    def replay_retrieval(self, request_id: str, *, user_id: str | None = None) -> ReplayReport:
+        return self._engine.replay_receipt(self._owner(user_id), request_id)
+
     # -- alias proposals and reviews --
 
+    @staticmethod
+    def _check_choice(kind: type[StrEnum], value: str | None, field: str) -> None:
+        allowed = [member.value for member in kind]
+        if value is not None and value not in allowed:
+            raise InvalidRequestError(
+                f"{field} must be one of {', '.join(allowed)}", field=(field,)
+            )
+
+    def propose_aliases(self, *, user_id: str | None = None) -> AliasScanReport:
+        """Scan this user's entity names and journal new alias proposals (never a merge)."""
+        return self._engine.propose_aliases(self._owner(user_id))
+
+    def list_alias_proposals(
+        self,
+        *,
+        status: str | None = None,
+        scope: str | None = None,
+        limit: int = 100,
+        user_id: str | None = None,
+    ) -> list[AliasProposalItem]:
+        self._check_choice(AliasStatus, status, "status")
+        self._check_choice(Scope, scope, "scope")
+        return self._engine.list_alias_proposals(
+            self._owner(user_id),
+            status=AliasStatus(status) if status is not None else None,
+            scope=Scope(scope) if scope is not None else None,
+            limit=limit,
+        )
+
+    def review_alias_proposal(
+        self,
+        proposal_operation_id: str,
+        *,
+        decision: str,
+        reviewer_id: str,
+        reason: str | None = None,
+        user_id: str | None = None,
+    ) -> AliasProposalItem:
+        """Accept (a verified alias_of link) or reject (with a reason) one proposal."""
+        self._check_choice(AliasDecision, decision, "decision")
+        return self._engine.review_alias_proposal(
+            self._owner(user_id),
+            proposal_operation_id,
+            decision=AliasDecision(decision),
+            reviewer_id=reviewer_id,
+            reason=reason,
+        )
+
+    def get_node_edges(self, node_id: str, *, user_id: str | None = None) -> list[MemoryEdge]:
+        return self._engine.list_node_edges(self._owner(user_id), node_id)
+
     # -- grounded quantity aggregation --
+    def aggregate_quantities(
+        self,
+        query: QuantityAggregationQuery | dict[str, Any],
+        *,
+        user_id: str | None = None,
+    ) -> QuantityAggregation:
+        """Exact per-unit totals of the extracted quantities that match `query` and still hold."""
+        if not isinstance(query, QuantityAggregationQuery):
+            try:
+                query = QuantityAggregationQuery.model_validate(query)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ("query", *(str(part) for part in first["loc"]))
+                raise InvalidRequestError(f"{'.'.join(loc)}: {first['msg']}", field=loc) from None
+        return self._engine.aggregate_quantities(self._owner(user_id), query)
+
+    def aggregate_quantities_text(
+        self, question: str, *, user_id: str | None = None
+    ) -> QuantityQuestionAnswer:
+        """Answer one supported question shape; otherwise an unsupported plan, memory unread."""
+        return self._engine.aggregate_quantities_text(self._owner(user_id), question)

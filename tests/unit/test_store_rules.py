@@ -45,6 +45,7 @@ def store_input(**fields: Any) -> StoreInput:
         {"speaker": "Ann\x07"},
         {"metadata": {"prme_speaker_v1": "Caroline"}},
         {"metadata": {"prme_value_bindings_v1": []}},
+        {"metadata": {"prme_extraction_v1": {"kind": "quantity", "value": "5"}}},
         {"namespace": "work"},
         {"colour": "blue"},
         {"role": "narrator"},

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prme.engine import (
+    aliases,
     expiry,
     extraction,
+    feedback,
     ingest_fast,
     lifecycle,
     materialize,
+    quantities,
     reads,
     retrieve,
     store,
@@ -20,7 +23,17 @@ from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
-from prme.model.enums import ProcessingStatus
+from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
+from prme.model.enums import ProcessingStatus, Scope
+from prme.model.feedback import (
+    AnswerCitationInput,
+    AnswerCitationPage,
+    AnswerCitationRecord,
+    RelevanceInput,
+    RelevancePage,
+    RelevanceRecord,
+    ReplayReport,
+)
 from prme.model.inputs import (
     FastIngestInput,
     FastIngestItem,
@@ -28,7 +41,12 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
-from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
+from prme.model.quantities import (
+    QuantityAggregation,
+    QuantityAggregationQuery,
+    QuantityQuestionAnswer,
+)
+from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.results import RetrievalResponse
 
@@ -146,6 +164,78 @@ class MemoryEngine:
 
     # -- relevance feedback and answer citations (engine/feedback.py) --
 
+    def record_relevance(self, owner: OwnerKey, request: RelevanceInput) -> RelevanceRecord:
+        return feedback.record_relevance(self.deps, owner, request)
+
+    def get_relevance(self, owner: OwnerKey, feedback_id: str) -> RelevanceRecord:
+        return feedback.get_relevance(self.deps, owner, feedback_id)
+
+    def list_relevance(
+        self, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+    ) -> RelevancePage:
+        return feedback.list_relevance(self.deps, owner, limit=limit, after_id=after_id)
+
+    def record_answer_citations(
+        self, owner: OwnerKey, request: AnswerCitationInput
+    ) -> AnswerCitationRecord:
+        return feedback.record_answer_citations(self.deps, owner, request)
+
+    def get_answer_citations(self, owner: OwnerKey, citation_id: str) -> AnswerCitationRecord:
+        return feedback.get_answer_citations(self.deps, owner, citation_id)
+
+    def list_answer_citations(
+        self, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+    ) -> AnswerCitationPage:
+        return feedback.list_answer_citations(self.deps, owner, limit=limit, after_id=after_id)
+
+    def replay_receipt(self, owner: OwnerKey, request_id: str) -> ReplayReport:
+        return feedback.replay_receipt(self.deps, owner, request_id)
+
     # -- alias proposals and reviews (engine/aliases.py) --
 
+    def propose_aliases(self, owner: OwnerKey | None = None) -> aliases.AliasScanReport:
+        """Scan one owner's entity names for alias proposals, or (None) every owner with
+        pending alias work."""
+        return aliases.propose_aliases(self.deps, owner)
+
+    def list_alias_proposals(
+        self,
+        owner: OwnerKey,
+        *,
+        status: AliasStatus | None = None,
+        scope: Scope | None = None,
+        limit: int = aliases.DEFAULT_LIST_LIMIT,
+    ) -> list[AliasProposalItem]:
+        return aliases.list_alias_proposals(
+            self.deps, owner, status=status, scope=scope, limit=limit
+        )
+
+    def review_alias_proposal(
+        self,
+        owner: OwnerKey,
+        proposal_operation_id: str,
+        *,
+        decision: AliasDecision,
+        reviewer_id: str,
+        reason: str | None = None,
+    ) -> AliasProposalItem:
+        return aliases.review_alias_proposal(
+            self.deps,
+            owner,
+            proposal_operation_id,
+            decision=decision,
+            reviewer_id=reviewer_id,
+            reason=reason,
+        )
+
+    def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
+        return aliases.list_node_edges(self.deps, owner, node_id)
+
     # -- grounded quantity aggregation (engine/quantities.py) --
+    def aggregate_quantities(
+        self, owner: OwnerKey, query: QuantityAggregationQuery
+    ) -> QuantityAggregation:
+        return quantities.aggregate_quantities(self.deps, owner, query)
+
+    def aggregate_quantities_text(self, owner: OwnerKey, question: str) -> QuantityQuestionAnswer:
+        return quantities.aggregate_text(self.deps, owner, question)

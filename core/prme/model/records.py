@@ -22,7 +22,11 @@ from prme.model.enums import (
 
 SPEAKER_METADATA_KEY = "prme_speaker_v1"
 VALUE_BINDINGS_METADATA_KEY = "prme_value_bindings_v1"
-RESERVED_METADATA_KEYS = frozenset({SPEAKER_METADATA_KEY, VALUE_BINDINGS_METADATA_KEY})
+# What an extractor derived a node from; only extraction writes it, so callers may not.
+EXTRACTION_METADATA_KEY = "prme_extraction_v1"
+RESERVED_METADATA_KEYS = frozenset(
+    {SPEAKER_METADATA_KEY, VALUE_BINDINGS_METADATA_KEY, EXTRACTION_METADATA_KEY}
+)
 
 
 class OwnerKey(BaseModel):
