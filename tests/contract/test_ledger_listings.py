@@ -101,3 +101,12 @@ def test_node_edges_list_both_directions_for_one_owner(any_backend: Harness) -> 
     assert h.ledger.list_node_edges(ALICE, b.node_id or "") == [edges[0]]
     assert h.ledger.list_node_edges(BOB, a.node_id or "") == []
     assert h.ledger.list_node_edges(ALICE, a.node_id or "")[0].verified is True
+
+
+def test_get_events_reads_many_sources_of_one_owner(any_backend: Harness) -> None:
+    h = any_backend
+    mine = [h.engine.store(ALICE, StoreInput(content=f"Source {i}")).event_id for i in range(3)]
+    theirs = h.engine.store(BOB, StoreInput(content="Bob's source")).event_id
+    found = h.ledger.get_events(ALICE, [*mine, mine[0], theirs, str(uuid.uuid4())])
+    assert set(found) == set(mine)
+    assert found[mine[1]].content == "Source 1"

@@ -198,6 +198,12 @@ class _Sources:
         self._deps, self._owner = deps, owner
         self._events: dict[str, Event | None] = {}
 
+    def prefetch(self, event_ids: list[str]) -> None:
+        """Read many sources in batches (one BatchGetItem per 100 on DynamoDB)."""
+        missing = [e for e in dict.fromkeys(event_ids) if e not in self._events]
+        found = self._deps.ledger.get_events(self._owner, missing)
+        self._events.update({event_id: found.get(event_id) for event_id in missing})
+
     def get(self, event_id: str) -> Event | None:
         if event_id not in self._events:
             self._events[event_id] = self._deps.ledger.get_event(self._owner, event_id)
@@ -276,10 +282,9 @@ def aggregate_quantities(
     exclusions: dict[ExclusionReason, int] = {}
     groups: dict[tuple[str | None, ...], _Group] = {}
     quantity_nodes = matched = counted = 0
-    for node in nodes:
-        stored = _read_stored(node)
-        if stored is None:
-            continue
+    quantities = [(node, stored) for node in nodes if (stored := _read_stored(node)) is not None]
+    sources.prefetch([ref for node, _ in quantities for ref in node.evidence_refs])
+    for _node, stored in quantities:
         quantity_nodes += 1
         outcome: _Counted | ExclusionReason
         if isinstance(stored, str):

@@ -374,6 +374,12 @@ class DynamoDbLedger:
         item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
         return None if item is None else Event.model_validate_json(_body(item))
 
+    def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
+        pk = _pk_of(owner)
+        keys = [_key(pk, f"EVENT#{_part(eid)}") for eid in dict.fromkeys(event_ids)]
+        events = (Event.model_validate_json(_body(item)) for item in self._batch_get(keys))
+        return {event.id: event for event in events}
+
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:

@@ -291,6 +291,21 @@ class SqliteLedger:
         )
         return Event.model_validate_json(rows[0][0]) if rows else None
 
+    def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
+        found: dict[str, Event] = {}
+        ids = list(dict.fromkeys(event_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._query(
+                f"SELECT body FROM events WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
+                (owner.tenant_id, owner.owner_id, *chunk),
+            )
+            for (body,) in rows:
+                event = Event.model_validate_json(body)
+                found[event.id] = event
+        return found
+
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:

@@ -139,6 +139,10 @@ class InMemoryLedger:
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         return self.events.get((owner.tenant_id, owner.owner_id, event_id))
 
+    def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
+        found = (self.get_event(owner, event_id) for event_id in dict.fromkeys(event_ids))
+        return {event.id: event for event in found if event is not None}
+
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:
