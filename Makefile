@@ -49,6 +49,7 @@ unit: install
 bench: install
 	$(BIN)/python -m benchmarks.embedder_speed
 	$(BIN)/python -m benchmarks.store_retrieve
+	$(BIN)/python -m benchmarks.read_side --quick
 	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve
 
 package: install  ## the Lambda asset (arm64 wheels, no Docker) in build/lambda

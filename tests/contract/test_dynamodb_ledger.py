@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -548,6 +549,26 @@ def test_transaction_conflicts_are_retried_but_failed_conditions_are_not() -> No
         with pytest.raises(StorageUnavailableError):
             ledger.commit_store(commit)
     assert len(sleeps) == 2
+
+
+def test_each_transaction_attempt_carries_a_client_request_token() -> None:
+    """botocore resends a request whose answer was lost with the same token, so DynamoDB
+    answers a committed transaction as a success; our retries after a definite failure
+    (cancelled or throttled: nothing written) send a new one."""
+    client = stubbed_client()
+    ledger, _ = recording_ledger(client)
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "before-parameter-build.dynamodb.TransactWriteItems",
+        lambda params, **_: sent.append(dict(params)),
+    )
+    with Stubber(client) as stub:
+        cancelled(stub, "None", "TransactionConflict", "None", "None", "None")
+        stub.add_response("transact_write_items", {})
+        ledger.commit_store(make_commit(ALICE, 1))
+    tokens = [params["ClientRequestToken"] for params in sent]
+    assert len(tokens) == 2 and len(set(tokens)) == 2
+    assert all(uuid.UUID(token) for token in tokens)
 
 
 def test_unprocessed_batch_keys_are_fetched_again() -> None:

@@ -159,6 +159,10 @@ def test_relevance_pages_sort_by_feedback_uuid(any_backend: Harness) -> None:
         page = h.engine.list_relevance(ALICE, limit=2, after_id=page.next_after_id)
         collected += [r.feedback_id for r in page.items]
     assert collected == sorted(ids)
+    # A page that ends exactly at the last record says so: no empty page follows.
+    last_two = h.engine.list_relevance(ALICE, limit=2, after_id=sorted(ids)[2])
+    assert [r.feedback_id for r in last_two.items] == sorted(ids)[3:]
+    assert last_two.next_after_id is None
     assert h.engine.list_relevance(BOB).items == []
     with pytest.raises(InvalidRequestError):
         h.engine.list_relevance(ALICE, limit=0)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from prme.engine.deps import EngineDeps
 from prme.errors import BadRequestError, ConflictError, InvalidRequestError, NotFoundError
+from prme.model.bindings import ToolArgumentResolution
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -26,6 +27,7 @@ from prme.model.feedback import (
 )
 from prme.model.records import JournalRecord, OwnerKey
 from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
+from prme.retrieval.value_bindings import resolve_tool_arguments
 
 MAX_PAGE = 1000
 
@@ -260,6 +262,17 @@ def replay_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> Replay
     )
 
 
+def resolve_saved_tool_arguments(
+    deps: EngineDeps, owner: OwnerKey, request_id: str, arguments: dict[str, Any]
+) -> ToolArgumentResolution:
+    """The exact value-binding rule applied to a tool call made from one saved context.
+
+    Only bindings that retrieval exposed (their presentation survived packing) take part."""
+    saved = _saved_receipt(deps, owner, request_id)
+    receipt = RetrievalReceipt.model_validate(saved.payload)
+    return resolve_tool_arguments(arguments, receipt.context.visible_value_bindings)
+
+
 # -- shared journal plumbing -------------------------------------------------------------
 
 
@@ -311,11 +324,13 @@ def _page(
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidRequestError(f"limit must be 1 to {MAX_PAGE}", field=("limit",))
     cursor = kind.prefix + after_id if after_id is not None else None
-    records = deps.ledger.list_journal(owner, kind.prefix, after_id=cursor, limit=limit)
+    # One record more than the page: the cursor is null exactly when nothing follows.
+    records = deps.ledger.list_journal(owner, kind.prefix, after_id=cursor, limit=limit + 1)
+    page, more = records[:limit], len(records) > limit
     items = [
         kind.model.model_validate(r.payload)
-        for r in records
+        for r in page
         if r.operation == kind.operation and r.verify()
     ]
-    next_after = records[-1].id.removeprefix(kind.prefix) if len(records) == limit else None
+    next_after = page[-1].id.removeprefix(kind.prefix) if more else None
     return items, next_after

@@ -9,6 +9,7 @@ import hashlib
 import heapq
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -185,10 +186,18 @@ class DynamoDbLedger:
         # Equal jitter: never zero (so retries really wait) yet spread across callers.
         self._sleep(ceiling / 2 + self._jitter() * ceiling / 2)
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+    def _call(
+        self, operation: str, *, request_token: bool = False, **kwargs: Any
+    ) -> dict[str, Any]:
         method: Callable[..., dict[str, Any]] = getattr(self._client, operation)
         attempt = 1
         while True:
+            if request_token:
+                # botocore's own retries (timeouts, lost responses) resend this same token, so
+                # an attempt that committed but whose answer was lost is answered as a success
+                # instead of failing its own conditions. Our retries below follow a definite
+                # failure (throttled or cancelled: nothing was written), so each gets a new one.
+                kwargs["ClientRequestToken"] = str(uuid.uuid4())
             try:
                 return method(**kwargs)
             except ClientError as exc:
@@ -282,7 +291,7 @@ class DynamoDbLedger:
             else:
                 body = {"TableName": self._table, **extra}
             transact_items.append({action: body})
-        self._call("transact_write_items", TransactItems=transact_items)
+        self._call("transact_write_items", request_token=True, TransactItems=transact_items)
 
     def _put_new(self, item: Item) -> tuple[str, Item, dict[str, Any]]:
         return ("Put", item, {"ConditionExpression": _NOT_EXISTS})
