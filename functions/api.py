@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 from functools import cache
 from typing import Any, cast
 
@@ -14,6 +16,18 @@ from functions.runtime import backend, logger, metrics, tracer
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
+
+
+@cache
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """The container's one event loop, owned here so it lives as long as the container.
+
+    Mangum runs each request on the thread's current loop. Left to itself it would create
+    one implicitly (deprecated since Python 3.12) that nothing references once another
+    runner resets the current loop, and it would be collected unclosed."""
+    loop = asyncio.new_event_loop()
+    atexit.register(loop.close)
+    return loop
 
 
 @cache
@@ -30,6 +44,7 @@ def _adapter() -> Mangum:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ApiRequests", unit=MetricUnit.Count, value=1)
+    asyncio.set_event_loop(_event_loop())
     # Mangum types its own context protocol; powertools' LambdaContext is the same object.
     response: dict[str, Any] = _adapter()(event, cast(Any, context))
     return response

@@ -126,6 +126,21 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         backend.close()
 
 
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the MCP tools on stdin/stdout for one configured owner (nothing else on stdout)."""
+    from prme.engine.identity import Principal, validate_user_id
+    from prme.mcp.server import build_mcp_server
+
+    user_id = validate_user_id(args.user_id or settings.mcp_user_id)
+    backend = open_backend(settings, args.data_dir)
+    principal = Principal.owner(settings.tenant_id, user_id)
+    try:
+        build_mcp_server(backend.engine, lambda: principal).run("stdio")
+        return 0
+    finally:
+        backend.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prme", description="PRME memory service")
     parser.add_argument(
@@ -152,13 +167,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="run one pass over pending work")
     worker.add_argument("--budget-ms", type=int, default=None)
+
+    mcp = sub.add_parser("mcp", help="serve the MCP tools over stdio for one owner")
+    mcp.add_argument(
+        "--user-id", default=None, help="the owner the tools act for (PRME_MCP_USER_ID)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings()
-    handlers = {"serve": _serve, "keys": _keys, "worker": _worker, "bootstrap": _bootstrap}
+    handlers = {
+        "serve": _serve,
+        "keys": _keys,
+        "worker": _worker,
+        "bootstrap": _bootstrap,
+        "mcp": _mcp,
+    }
     return handlers[args.command](args, settings)
 
 

@@ -20,7 +20,7 @@ from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.errors import InvalidRequestError
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
-from prme.model.bindings import MemoryValueBinding
+from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope
 from prme.model.feedback import (
     AnswerCitationInput,
@@ -367,6 +367,12 @@ class MemoryClient:
 
     def replay_retrieval(self, request_id: str, *, user_id: str | None = None) -> ReplayReport:
         return self._engine.replay_receipt(self._owner(user_id), request_id)
+
+    def resolve_tool_arguments(
+        self, request_id: str, arguments: dict[str, Any], *, user_id: str | None = None
+    ) -> ToolArgumentResolution:
+        """Swap visible presentation values for their lookups, as saved with that retrieval."""
+        return self._engine.resolve_tool_arguments(self._owner(user_id), request_id, arguments)
 
     # -- alias proposals and reviews --
 

@@ -133,3 +133,56 @@ class ProcessingIncompleteError(PrmeError):
         super().__init__()
         self.event_id = event_id
         self.reason_code = reason_code
+
+
+# -- the one mapping of errors to HTTP statuses, categories and public bodies --------------
+# HTTP responses and MCP tool errors are both built from it.
+
+STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
+    (InvalidRequestError, 422),
+    (BadRequestError, 400),
+    (ValueBindingResolutionError, 400),
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (PayloadTooLargeError, 413),
+    (StorageUnavailableError, 503),
+    (IndexUnavailableError, 503),
+    (EmbeddingUnavailableError, 503),
+    (ProcessingIncompleteError, 503),
+]
+
+CATEGORY_BY_STATUS = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "permission_denied",
+    404: "not_found",
+    409: "conflict",
+    413: "payload_too_large",
+    422: "invalid_request",
+    500: "internal",
+    503: "unavailable",
+}
+
+
+def status_for(error: PrmeError) -> int:
+    for cls, status in STATUS_BY_ERROR:
+        if isinstance(error, cls):
+            return status
+    return 500
+
+
+def public_body(error: PrmeError) -> dict[str, Any]:
+    """What a caller may see of an error: its detail (field errors for 422), or the
+    accepted-source receipt. Causes, which may hold provider text, are never included."""
+    if isinstance(error, ProcessingIncompleteError):
+        return {
+            "detail": error.detail,
+            "event_id": error.event_id,
+            "reason_code": error.reason_code,
+            "accepted": True,
+        }
+    if isinstance(error, InvalidRequestError):
+        return {"detail": error.errors()}
+    return {"detail": error.detail}

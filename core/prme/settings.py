@@ -25,6 +25,8 @@ class Settings(BaseSettings):
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: Path = Path("./memory")
     tenant_id: str = Field(default="local", min_length=1, max_length=128)
+    # The owner `prme mcp` (stdio) acts for: a local agent's memory belongs to one user.
+    mcp_user_id: str = Field(default="default", min_length=1, max_length=256)
     embedder: Literal["minilm", "hashing", "bedrock"] = "minilm"
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"

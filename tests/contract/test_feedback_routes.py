@@ -171,3 +171,36 @@ def test_receipts_replay_from_the_route(api: Api) -> None:
     assert replay.json()["matches"] is True
     assert replay.json()["replayed_ranking"] == receipt.replay_ranking()
     assert api.client.get(f"/v1/retrievals/{request_id}/replay", headers=api.bob).status_code == 404
+
+
+def test_tool_arguments_resolve_against_the_saved_retrieval(api: Api) -> None:
+    stored = api.client.post(
+        "/v1/store",
+        json={
+            "content": "Current City: Salt Lake City(Utah)",
+            "value_bindings": [
+                {
+                    "reference": "city-1",
+                    "kind": "city",
+                    "presentation": "Salt Lake City(Utah)",
+                    "lookup": "Salt Lake City",
+                }
+            ],
+        },
+        headers=api.alice,
+    )
+    assert stored.status_code == 200, stored.text
+    retrieval = api.client.post(
+        "/v1/retrieve", json={"query": "Which city?"}, headers=api.alice
+    ).json()
+    request_id = retrieval["metrics"]["request_id"]
+    route = f"/v1/retrievals/{request_id}/resolve-tool-arguments"
+    body = {"arguments": {"city": "Salt Lake City(Utah)", "other": "Salt Lake"}}
+    resolved = api.client.post(route, json=body, headers=api.alice)
+    assert resolved.status_code == 200, resolved.text
+    assert resolved.json()["arguments"] == {"city": "Salt Lake City", "other": "Salt Lake"}
+    assert [u["path"] for u in resolved.json()["replacements"]] == ["/city"]
+    # The binding only counts for the retrieval that exposed it, and only for its owner.
+    assert api.client.post(route, json=body, headers=api.bob).status_code == 404
+    assert api.client.post(route, json={"arguments": [1]}, headers=api.alice).status_code == 422
+    assert api.client.post(route, json={**body, "x": 1}, headers=api.alice).status_code == 422

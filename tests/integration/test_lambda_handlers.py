@@ -55,6 +55,28 @@ def test_api_auth_and_not_found(deployed: Deployed) -> None:
     assert status == 403
 
 
+def test_api_serves_mcp_from_the_same_function(deployed: Deployed) -> None:
+    status, reply = api_call("apigw_v2_mcp.json", key=deployed.alice_key)
+    assert status == 200
+    stored = reply["result"]["structuredContent"]
+    assert stored["processing_status"] == "completed"
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    status, reply = api_call("apigw_v2_mcp.json", key=deployed.alice_key, body=listing)
+    assert status == 200
+    assert "memory_retrieve" in {tool["name"] for tool in reply["result"]["tools"]}
+    read = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "memory_get_event", "arguments": {"event_id": stored["event_id"]}},
+    }
+    status, reply = api_call("apigw_v2_mcp.json", key=deployed.alice_key, body=read)
+    assert reply["result"]["structuredContent"]["content"] == "I moved to Lisbon in May."
+    status, reply = api_call("apigw_v2_mcp.json", key=None)
+    assert status == 401
+    assert reply["category"] == "unauthenticated"
+
+
 def test_api_uses_the_request_id_as_correlation_id(deployed: Deployed) -> None:
     from functions.runtime import logger
 

@@ -220,6 +220,7 @@ def retrieve_memories(
             tokens_used=packed.tokens_used,
             entries=[e.model_dump(mode="json") for e in packed.entries],
             excluded=[e.model_dump(mode="json") for e in packed.excluded],
+            visible_value_bindings=bundle.visible_value_bindings,
         ),
     )
     persisted = save_receipt(deps, owner, receipt)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from prme.engine import (
     aliases,
@@ -24,6 +25,7 @@ from prme.engine.materialize import ProcessingReport
 from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
+from prme.model.bindings import ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope
 from prme.model.feedback import (
     AnswerCitationInput,
@@ -190,6 +192,11 @@ class MemoryEngine:
 
     def replay_receipt(self, owner: OwnerKey, request_id: str) -> ReplayReport:
         return feedback.replay_receipt(self.deps, owner, request_id)
+
+    def resolve_tool_arguments(
+        self, owner: OwnerKey, request_id: str, arguments: dict[str, Any]
+    ) -> ToolArgumentResolution:
+        return feedback.resolve_saved_tool_arguments(self.deps, owner, request_id, arguments)
 
     # -- alias proposals and reviews (engine/aliases.py) --
 

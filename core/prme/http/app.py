@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
@@ -41,6 +42,7 @@ from prme.http.schemas import (
     SupersedenceRequest,
     WorkItemResponse,
 )
+from prme.mcp.endpoint import LazyMcpEndpoint
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.retrieval.receipts import RetrievalReceipt
 
@@ -66,6 +68,9 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_feedback.register(app, engine)
     routes_aliases.register(app, engine)
     routes_quantities.register(app, engine)
+    # MCP over streamable HTTP, with the same bearer keys (issue 7).
+    mcp = LazyMcpEndpoint(engine, runtime.credentials, runtime.auth)
+    app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     return app
 
 

@@ -6,13 +6,14 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import FastAPI, Query
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from prme.engine.feedback import MAX_PAGE
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http.dependencies import READ_ERRORS, Caller, UserIdQuery
 from prme.http.schemas import ErrorResponse
+from prme.model.bindings import ToolArgumentResolution
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -29,6 +30,13 @@ class RelevanceRequest(RelevanceInput):
 
 
 class AnswerCitationRequest(AnswerCitationInput):
+    user_id: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ResolveToolArgumentsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any] = Field(description="The tool call's JSON argument object")
     user_id: str | None = Field(default=None, min_length=1, max_length=256)
 
 
@@ -111,6 +119,24 @@ def register(app: FastAPI, engine: MemoryEngine) -> None:
         citation_id: UUID, caller: Caller, user_id: UserIdQuery = None
     ) -> AnswerCitationRecord:
         return engine.get_answer_citations(resolve_owner(caller, user_id), str(citation_id))
+
+    @app.post(
+        "/v1/retrievals/{request_id}/resolve-tool-arguments",
+        response_model=ToolArgumentResolution,
+        responses={
+            **READ_ERRORS,
+            400: {
+                "model": ErrorResponse,
+                "description": "A value matches presentations visible with different lookups, "
+                "or the arguments are not a finite JSON object",
+            },
+        },
+    )
+    def resolve_tool_arguments(
+        request_id: UUID, body: ResolveToolArgumentsRequest, caller: Caller
+    ) -> ToolArgumentResolution:
+        owner = resolve_owner(caller, body.user_id)
+        return engine.resolve_tool_arguments(owner, str(request_id), body.arguments)
 
     @app.get(
         "/v1/retrievals/{request_id}/replay", response_model=ReplayReport, responses=READ_ERRORS

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prme.model.bindings import VisibleValueBinding
 from prme.retrieval.fusion import FusionConfig, FusionInput, fuse
 
 RECEIPT_SCHEMA_VERSION = 22
@@ -61,6 +62,9 @@ class ReceiptContext(BaseModel):
     tokens_used: int
     entries: list[dict[str, Any]]
     excluded: list[dict[str, Any]]
+    # The value bindings the bundle exposed (presentation survived packing): what a tool
+    # call made from this context may resolve against. Empty in receipts saved before.
+    visible_value_bindings: list[VisibleValueBinding] = Field(default_factory=list)
 
 
 class RetrievalReceipt(BaseModel):

@@ -1,0 +1,1 @@
+"""MCP server: PRME tools for agents over stdio and streamable HTTP."""

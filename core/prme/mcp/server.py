@@ -1,0 +1,703 @@
+"""PRME as MCP tools: the engine's use cases for agents, with the same rules as the HTTP API.
+
+Every tool resolves its owner through the caller's principal (a configured owner on stdio,
+the bearer key on streamable HTTP), validates its arguments with the same input models as
+the routes, calls one engine method and returns JSON. Failures come back as tool errors whose
+structured content carries the HTTP category and status; no internal text is included.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+from uuid import UUID
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+
+from prme.engine.identity import Principal, resolve_owner
+from prme.engine.service import MemoryEngine
+from prme.errors import (
+    CATEGORY_BY_STATUS,
+    InvalidRequestError,
+    PrmeError,
+    public_body,
+    status_for,
+)
+from prme.http.schemas import EventResponse, NodeResponse
+from prme.model.aliases import AliasDecision, AliasStatus
+from prme.model.enums import NodeType, Role, Scope, SourceType
+from prme.model.feedback import AnswerCitationInput, RelevanceInput
+from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.quantities import QuantityAggregationQuery
+from prme.model.records import OwnerKey
+
+logger = logging.getLogger("prme.mcp")
+
+PrincipalSource = Callable[[], Principal]
+
+INSTRUCTIONS = """\
+PRME is long-term memory for this user. Store what the user, tools and you learn with
+memory_store (exact words) or memory_ingest (extracts facts, entities and quantities).
+Before answering from memory, call memory_retrieve with include_context=true and answer
+from the returned context; cite the node ids you used with memory_record_answer_citations.
+When a tool argument comes from a memory that has value bindings, pass the presentation
+form you saw and call memory_resolve_tool_arguments to get the exact lookup form."""
+
+# A tool argument omitted by the caller; distinct from an explicit null.
+_OMITTED: Any = "__omitted__"
+
+UserId = Annotated[
+    str | None,
+    Field(description="Whose memory. Omit to act for the authenticated owner."),
+]
+NodeId = Annotated[UUID, Field(description="A memory node UUID, as returned by other tools")]
+EventId = Annotated[UUID, Field(description="A source event UUID, as returned by other tools")]
+RequestId = Annotated[
+    UUID, Field(description="metrics.request_id of an earlier memory_retrieve call")
+]
+IdempotencyKey = Annotated[
+    UUID | None,
+    Field(
+        description="A UUID you choose; retrying with the same key and arguments returns the "
+        "first result instead of writing twice"
+    ),
+]
+
+
+def _error_result(category: str, status: int, body: dict[str, Any]) -> CallToolResult:
+    error = {"category": category, "status": status, **body}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps({"error": error}))],
+        structured_content={"error": error},
+        is_error=True,
+    )
+
+
+def _ok(value: Any) -> CallToolResult:
+    if isinstance(value, BaseModel):
+        data: Any = value.model_dump(mode="json")
+    else:
+        data = value
+    payload = data if isinstance(data, dict) else {"items": data}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload,
+    )
+
+
+def _text(value: UUID | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not _OMITTED and v is not None}
+
+
+class PrmeMcpServer(MCPServer):
+    """MCPServer whose argument and unexpected failures are structured like every other error."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            logger.exception("tool %s failed unexpectedly", name)
+            return _error_result("internal", 500, {"detail": "The tool failed unexpectedly"})
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                # Locations and messages only: rejected values are the caller's data.
+                detail = [
+                    {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
+                    for err in cause.errors(include_input=False, include_url=False)
+                ]
+                return _error_result("invalid_request", 422, {"detail": detail})
+            raise
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def validated(model: type[_Model], fields: dict[str, Any] | None) -> _Model:
+    """Tool arguments through the same input model as the HTTP route."""
+    try:
+        return model.model_validate(fields or {})
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        loc = tuple(str(part) for part in first["loc"])
+        raise InvalidRequestError(f"{'.'.join(loc)}: {first['msg']}", field=loc) from None
+
+
+class _Runner:
+    """Resolves the owner for a call, runs it, and turns the outcome into a tool result."""
+
+    def __init__(self, principal: PrincipalSource) -> None:
+        self._principal = principal
+
+    def __call__(self, user_id: str | None, action: Callable[[OwnerKey], Any]) -> CallToolResult:
+        try:
+            owner = resolve_owner(self._principal(), user_id)
+            return _ok(action(owner))
+        except PrmeError as exc:
+            status = status_for(exc)
+            if status >= 500:
+                logger.warning("tool failed: %s", type(exc).__name__, exc_info=exc.__cause__)
+            category = CATEGORY_BY_STATUS.get(status, "internal")
+            return _error_result(category, status, public_body(exc))
+
+
+def _tool(
+    server: PrmeMcpServer, annotations: ToolAnnotations
+) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
+    """Register a tool whose description is its docstring, dedented for the reading model."""
+
+    def register(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
+        description = inspect.cleandoc(fn.__doc__ or "")
+        return server.tool(annotations=annotations, description=description)(fn)
+
+    return register
+
+
+_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
+_READS = ToolAnnotations(read_only_hint=True)
+
+
+def build_mcp_server(engine: MemoryEngine, principal: PrincipalSource) -> PrmeMcpServer:
+    """The PRME tools bound to one engine; `principal` says who is calling right now."""
+    server = PrmeMcpServer(
+        name="prme", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
+    )
+    run = _Runner(principal)
+    _memory_tools(server, engine, run)
+    _lifecycle_tools(server, engine, run)
+    _judgment_tools(server, engine, run)
+    return server
+
+
+def _memory_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Store, ingest, retrieve, read, and resolve tool arguments."""
+
+    @_tool(server, _WRITES)
+    def memory_store(
+        *,
+        content: Annotated[str, Field(description="The exact text to remember, kept verbatim")],
+        retrieval_content: Annotated[
+            str | None,
+            Field(description="A compact form to index and show instead of content (optional)"),
+        ] = None,
+        value_bindings: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                description="Typed values: objects with reference, kind, presentation (must "
+                "occur verbatim in content and in the indexed text) and lookup (the exact form "
+                "a tool needs)"
+            ),
+        ] = None,
+        role: Annotated[
+            Role, Field(description="user (the owner), participant, assistant, tool or system")
+        ] = Role.USER,
+        speaker: Annotated[str | None, Field(description="Who said it, e.g. a name")] = None,
+        session_id: Annotated[str | None, Field(description="Conversation or session label")] = (
+            None
+        ),
+        node_type: Annotated[NodeType | None, Field(description="Memory type (default fact)")] = (
+            None
+        ),
+        scope: Annotated[Scope | None, Field(description="Visibility scope (default personal)")] = (
+            None
+        ),
+        metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON")] = None,
+        epistemic_type: Annotated[
+            str | None, Field(description="observed, asserted, inferred, hypothetical, ...")
+        ] = None,
+        source_type: Annotated[SourceType | None, Field(description="Provenance class")] = None,
+        confidence: Annotated[float | None, Field(description="0 to 1")] = None,
+        event_time: Annotated[
+            str | None,
+            Field(description="When it happened, ISO 8601 with a timezone offset"),
+        ] = None,
+        ttl_days: Annotated[
+            int | Literal["type_default"] | None,
+            Field(
+                description="Days until the memory expires from creation; null never expires; "
+                "type_default uses the configured default for its node type"
+            ),
+        ] = "type_default",
+        user_id: UserId = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> CallToolResult:
+        """Remember one piece of information exactly as given (a direct store).
+
+        Returns event_id (the immutable source), node_id (the memory) and processing_status
+        (completed when the memory is searchable)."""
+        fields = _present(
+            {
+                "content": content,
+                "retrieval_content": retrieval_content,
+                "value_bindings": value_bindings,
+                "role": role,
+                "speaker": speaker,
+                "session_id": session_id,
+                "node_type": node_type,
+                "scope": scope,
+                "metadata": metadata,
+                "epistemic_type": epistemic_type,
+                "source_type": source_type,
+                "confidence": confidence,
+                "event_time": event_time,
+            }
+        )
+        if ttl_days != "type_default":
+            fields["ttl_days"] = ttl_days
+
+        def action(owner: OwnerKey) -> dict[str, Any]:
+            result = engine.store(
+                owner, validated(StoreInput, fields), idempotency_key=_text(idempotency_key)
+            )
+            return {
+                "event_id": result.event_id,
+                "node_id": result.node_id,
+                "processing_status": result.processing_status.value,
+            }
+
+        return run(user_id, action)
+
+    @_tool(server, _READS)
+    def memory_retrieve(
+        *,
+        query: Annotated[str, Field(description="What you need to know, in plain words")],
+        include_context: Annotated[
+            bool,
+            Field(
+                description="Also return the exact packed context to answer from, its "
+                "references (m1, m2, ... to node ids) and the visible value bindings"
+            ),
+        ] = True,
+        limit: Annotated[int | None, Field(description="Most results to return (max 200)")] = None,
+        token_budget: Annotated[int | None, Field(description="Context size in tokens")] = None,
+        min_score: Annotated[
+            float | None, Field(description="Minimum semantic relevance, 0 to 1")
+        ] = None,
+        max_per_source: Annotated[int | None, Field(description="Cap per identical source")] = (
+            None
+        ),
+        max_per_evidence: Annotated[
+            int | None, Field(description="Cap per evidence set (one source)")
+        ] = None,
+        mode: Annotated[
+            Literal["default", "explicit"] | None,
+            Field(description="explicit also returns superseded and archived memories"),
+        ] = None,
+        exclude_node_types: Annotated[
+            list[NodeType] | None, Field(description="Memory types to leave out")
+        ] = None,
+        source_types: Annotated[
+            list[SourceType] | None,
+            Field(description="Only these provenance classes; [] returns nothing"),
+        ] = None,
+        scope: Annotated[list[Scope] | None, Field(description="Only these scopes")] = None,
+        event_time_from: Annotated[str | None, Field(description="ISO 8601 with offset")] = None,
+        event_time_to: Annotated[str | None, Field(description="ISO 8601 with offset")] = None,
+        reference_time: Annotated[
+            str | None, Field(description="'Now' for recency, ISO 8601 with offset")
+        ] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Search memory (meaning and keywords) and pack the best memories into a context.
+
+        Answer from `context` when include_context is true; each line's reference (m1, ...)
+        maps to a node id in `context_references`. `value_bindings` lists typed values whose
+        presentation form appears in the context (their lookup forms are not shown: call
+        memory_resolve_tool_arguments with metrics.request_id to convert tool arguments)."""
+        filters = _present(
+            {
+                "exclude_node_types": exclude_node_types,
+                "source_types": source_types,
+                "scope": scope,
+                "event_time_from": event_time_from,
+                "event_time_to": event_time_to,
+            }
+        )
+        fields = _present(
+            {
+                "query": query,
+                "limit": limit,
+                "token_budget": token_budget,
+                "min_score": min_score,
+                "max_per_source": max_per_source,
+                "max_per_evidence": max_per_evidence,
+                "mode": mode,
+                "reference_time": reference_time,
+                "filters": filters or None,
+            }
+        )
+
+        def action(owner: OwnerKey) -> dict[str, Any]:
+            response = engine.retrieve(owner, validated(RetrieveInput, fields))
+            out: dict[str, Any] = {
+                "results": [r.model_dump(mode="json") for r in response.results],
+                "metrics": response.metrics.model_dump(mode="json"),
+            }
+            if include_context:
+                bundle = response.bundle
+                out["context"] = bundle.context
+                out["context_sha256"] = bundle.context_sha256
+                out["tokens_used"] = bundle.tokens_used
+                out["context_references"] = bundle.context_references
+                out["value_bindings"] = [
+                    b.model_dump(mode="json", exclude={"lookup"}) for b in bundle.value_bindings()
+                ]
+                out["value_bindings_text"] = bundle.render_value_bindings()
+            return out
+
+        return run(user_id, action)
+
+    @_tool(server, _READS)
+    def memory_resolve_tool_arguments(
+        request_id: RequestId,
+        arguments: Annotated[
+            dict[str, Any], Field(description="The JSON arguments you are about to send a tool")
+        ],
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Prepare a tool call's arguments with the exact value-binding rule.
+
+        Every complete string value equal to a presentation form visible in that retrieval's
+        context is replaced by its lookup form; nothing else changes (no partial, fuzzy or
+        case-insensitive matching). `binding_uses` says what matched where (JSON pointers).
+        A value that maps to different lookups is an error instead of a guess."""
+        return run(
+            user_id, lambda owner: engine.resolve_tool_arguments(owner, str(request_id), arguments)
+        )
+
+    @_tool(server, _WRITES)
+    def memory_ingest(
+        *,
+        content: Annotated[str, Field(description="A message to keep and extract memories from")],
+        role: Annotated[Role, Field(description="Who wrote it")] = Role.USER,
+        speaker: Annotated[str | None, Field(description="Who said it, e.g. a name")] = None,
+        session_id: Annotated[str | None, Field(description="Conversation label")] = None,
+        scope: Annotated[Scope | None, Field(description="Visibility scope")] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON")] = None,
+        event_time: Annotated[
+            str | None,
+            Field(description="When it was said, ISO 8601 with offset; anchors 'yesterday'"),
+        ] = None,
+        wait_for_extraction: Annotated[
+            bool, Field(description="Wait until facts are extracted (slower)")
+        ] = False,
+        user_id: UserId = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> CallToolResult:
+        """Keep a message verbatim and derive grounded facts, entities and quantities from it."""
+        fields = _present(
+            {
+                "content": content,
+                "role": role,
+                "speaker": speaker,
+                "session_id": session_id,
+                "scope": scope,
+                "metadata": metadata,
+                "event_time": event_time,
+                "wait_for_extraction": wait_for_extraction,
+            }
+        )
+
+        def action(owner: OwnerKey) -> dict[str, Any]:
+            result = engine.ingest(
+                owner, validated(IngestInput, fields), idempotency_key=_text(idempotency_key)
+            )
+            return {
+                "event_id": result.event_id,
+                "node_id": result.node_id,
+                "processing_status": result.processing_status.value,
+                "extraction_status": result.extraction_status.value,
+            }
+
+        return run(user_id, action)
+
+    @_tool(server, _WRITES)
+    def memory_ingest_fast(
+        items: Annotated[
+            list[dict[str, Any]],
+            Field(
+                description="Up to 49 raw sources in order: objects with content and optional "
+                "role, speaker, session_id, scope, metadata, event_time"
+            ),
+        ],
+        user_id: UserId = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> CallToolResult:
+        """Save a batch of raw sources in one transaction; call
+        memory_process_materializations until pending is 0 to make them searchable."""
+
+        def action(owner: OwnerKey) -> dict[str, Any]:
+            request = validated(FastIngestInput, {"items": items})
+            result = engine.ingest_fast(owner, request, idempotency_key=_text(idempotency_key))
+            return {"event_ids": result.event_ids, "accepted": result.accepted}
+
+        return run(user_id, action)
+
+    @_tool(server, _WRITES)
+    def memory_process_materializations(
+        budget_ms: Annotated[
+            int, Field(ge=0, le=60_000, description="Time budget; 0 only counts pending work")
+        ] = 5000,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Build and index pending memories of this owner; returns processed, pending, failed."""
+
+        def action(owner: OwnerKey) -> dict[str, int]:
+            report = engine.process_pending(owner, budget_ms=budget_ms)
+            return {
+                "processed": report.processed,
+                "pending": report.pending,
+                "failed": report.failed,
+            }
+
+        return run(user_id, action)
+
+    @_tool(server, _READS)
+    def memory_get_event(event_id: EventId, user_id: UserId = None) -> CallToolResult:
+        """Read one source event verbatim (what was originally said)."""
+        return run(user_id, lambda owner: EventResponse.of(engine.get_event(owner, str(event_id))))
+
+    @_tool(server, _READS)
+    def memory_get_node(node_id: NodeId, user_id: UserId = None) -> CallToolResult:
+        """Read one memory node: content, type, lifecycle, provenance, dates, evidence."""
+        return run(user_id, lambda owner: NodeResponse.of(engine.get_node(owner, str(node_id))))
+
+
+def _lifecycle_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Supersede, promote, archive and reinforce memories."""
+
+    @_tool(server, _WRITES)
+    def memory_supersede(
+        old_node_id: Annotated[UUID, Field(description="The outdated memory")],
+        new_node_id: Annotated[UUID, Field(description="The memory that replaces it")],
+        evidence_id: Annotated[UUID | None, Field(description="Source event of the change")] = (
+            None
+        ),
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Mark a memory as replaced by a newer one (store the correction first)."""
+
+        def action(owner: OwnerKey) -> list[dict[str, Any]]:
+            old, new = engine.supersede(
+                owner,
+                old_node_id=str(old_node_id),
+                new_node_id=str(new_node_id),
+                evidence_id=_text(evidence_id),
+            )
+            return [NodeResponse.of(n).model_dump(mode="json") for n in (old, new)]
+
+        return run(user_id, action)
+
+    @_tool(server, _WRITES)
+    def memory_promote(
+        node_id: NodeId, user_id: UserId = None, idempotency_key: IdempotencyKey = None
+    ) -> CallToolResult:
+        """Promote a tentative memory to stable once it is confirmed."""
+        return run(
+            user_id,
+            lambda owner: NodeResponse.of(
+                engine.promote(owner, str(node_id), idempotency_key=_text(idempotency_key))
+            ),
+        )
+
+    @_tool(server, ToolAnnotations(read_only_hint=False, destructive_hint=True))
+    def memory_archive(
+        node_id: NodeId, user_id: UserId = None, idempotency_key: IdempotencyKey = None
+    ) -> CallToolResult:
+        """Archive a memory: it leaves default retrieval; its source stays."""
+        return run(
+            user_id,
+            lambda owner: NodeResponse.of(
+                engine.archive(owner, str(node_id), idempotency_key=_text(idempotency_key))
+            ),
+        )
+
+    @_tool(server, _WRITES)
+    def memory_reinforce(
+        node_id: NodeId,
+        evidence_id: Annotated[UUID | None, Field(description="Source event confirming it")] = (
+            None
+        ),
+        user_id: UserId = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> CallToolResult:
+        """Record one more confirmation of a memory."""
+        return run(
+            user_id,
+            lambda owner: NodeResponse.of(
+                engine.reinforce(
+                    owner,
+                    str(node_id),
+                    evidence_id=_text(evidence_id),
+                    idempotency_key=_text(idempotency_key),
+                )
+            ),
+        )
+
+
+def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Relevance, citations, receipts, alias review and quantity aggregation."""
+
+    @_tool(server, _WRITES)
+    def memory_record_relevance(
+        *,
+        request_id: RequestId,
+        labels: Annotated[
+            dict[str, bool],
+            Field(description="Node id -> true (relevant) or false (not relevant)"),
+        ],
+        surface: Annotated[
+            Literal["results", "context"], Field(description="Judged results or context entries")
+        ] = "results",
+        method: Annotated[
+            Literal["explicit_user", "structured_evaluation"],
+            Field(description="How the judgment was made"),
+        ] = "explicit_user",
+        feedback_id: Annotated[
+            str | None, Field(description="A UUID you choose so a retry is safe")
+        ] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Save the user's explicit judgment of which retrieved memories were relevant."""
+        fields = _present(
+            {
+                "request_id": request_id,
+                "labels": labels,
+                "surface": surface,
+                "method": method,
+                "feedback_id": feedback_id,
+            }
+        )
+        return run(
+            user_id, lambda owner: engine.record_relevance(owner, validated(RelevanceInput, fields))
+        )
+
+    @_tool(server, _WRITES)
+    def memory_record_answer_citations(
+        *,
+        request_id: RequestId,
+        answer_id: Annotated[str, Field(description="Your stable id of the answer")],
+        cited_node_ids: Annotated[
+            list[str],
+            Field(description="Node ids of context entries the answer used; [] for none"),
+        ],
+        method: Annotated[
+            Literal["model_reported", "application_verified", "human_verified"],
+            Field(description="How the citations were obtained"),
+        ] = "model_reported",
+        answer_sha256: Annotated[
+            str | None, Field(description="SHA-256 hex of the answer text (optional)")
+        ] = None,
+        citation_id: Annotated[str | None, Field(description="A UUID for safe retries")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Record which memories from a retrieval's context supported your answer."""
+        fields = _present(
+            {
+                "request_id": request_id,
+                "answer_id": answer_id,
+                "cited_node_ids": cited_node_ids,
+                "method": method,
+                "answer_sha256": answer_sha256,
+                "citation_id": citation_id,
+            }
+        )
+        return run(
+            user_id,
+            lambda owner: engine.record_answer_citations(
+                owner, validated(AnswerCitationInput, fields)
+            ),
+        )
+
+    @_tool(server, _READS)
+    def memory_get_retrieval_receipt(
+        request_id: RequestId, user_id: UserId = None
+    ) -> CallToolResult:
+        """The saved receipt of a retrieval: every candidate's ranks and scores, the
+        configuration and the context checksum, enough to explain and replay the ranking."""
+        return run(user_id, lambda owner: engine.get_receipt(owner, str(request_id)))
+
+    @_tool(server, _READS)
+    def memory_list_alias_proposals(
+        status: Annotated[
+            AliasStatus | None, Field(description="pending, accepted or rejected")
+        ] = None,
+        scope: Annotated[Scope | None, Field(description="Only this scope")] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="Most proposals to return")] = 100,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Pairs of entity memories that may name the same thing, with evidence and any review.
+        Proposals are advice: nothing is linked until reviewed."""
+        return run(
+            user_id,
+            lambda owner: [
+                item.model_dump(mode="json")
+                for item in engine.list_alias_proposals(
+                    owner, status=status, scope=scope, limit=limit
+                )
+            ],
+        )
+
+    @_tool(server, _WRITES)
+    def memory_review_alias_proposal(
+        proposal_operation_id: Annotated[UUID, Field(description="The proposal's id")],
+        decision: Annotated[AliasDecision, Field(description="accepted or rejected")],
+        reviewer_id: Annotated[str, Field(description="Who decided, e.g. human:alice")],
+        reason: Annotated[str | None, Field(description="Why; required to reject")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Accept (adds a verified alias link, merges nothing) or reject an alias proposal.
+        Only act on a person's explicit decision."""
+        return run(
+            user_id,
+            lambda owner: engine.review_alias_proposal(
+                owner,
+                str(proposal_operation_id),
+                decision=decision,
+                reviewer_id=reviewer_id,
+                reason=reason,
+            ),
+        )
+
+    @_tool(server, _READS)
+    def memory_aggregate_quantities(
+        question: Annotated[
+            str | None,
+            Field(
+                description="A supported question such as 'How much did I raise?' or 'How "
+                "many books did I buy?'; the plan says when wording is unsupported"
+            ),
+        ] = None,
+        query: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Or a structured query: subjects, predicates, predicate_prefixes, "
+                "units, scopes, group_by (must include unit), event_time_from/to"
+            ),
+        ] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        """Exact totals of amounts and counts extracted from this user's messages, per unit
+        (never converted), each value re-checked against its source. Give question or query."""
+
+        def action(owner: OwnerKey) -> Any:
+            if (question is None) == (query is None):
+                raise InvalidRequestError("give exactly one of question or query")
+            if question is not None:
+                return engine.aggregate_quantities_text(owner, question)
+            return engine.aggregate_quantities(owner, validated(QuantityAggregationQuery, query))
+
+        return run(user_id, action)
