@@ -192,15 +192,16 @@ def test_a_missed_turn_lowers_coverage_and_the_all_in_context_share(
     conversation = parse_conversation("syn", synthetic_conversation())
     with client:
         run = run_conversation(client, conversation, progress=lambda _: None)
-        # D1:1 is the oldest filler turn: nothing of it matches the query, and ten of the
-        # sixteen turns are returned (ties go to newer turns).
+        # The whole small conversation fits the budget, so D1:1 is made unfindable: its
+        # node is left out of the node-to-turn map the scorer reads.
+        unmapped = {n: d for n, d in run.store.node_to_dia.items() if d != "D1:1"}
         question = Question(number=9, category=1, question="quokka", raw_evidence=("D1:3",))
         outcome = ask(
             client,
             "syn",
             question=question,
             evidence=Evidence(("D1:3", "D1:1"), 0, (), ()),
-            node_to_dia=run.store.node_to_dia,
+            node_to_dia=unmapped,
             user_id="locomo-syn",
         )
     assert outcome.in_context == ("D1:3",)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from prme.model.enums import NodeType
@@ -25,19 +27,27 @@ class ScoringConfig(BaseModel):
     rrf_k: int = Field(default=60, ge=1)
     rrf_recency_boost: float = Field(default=0.25, ge=0.0, le=10.0)
     rrf_tie_break: str = Field(default="event_time", pattern="^(event_time|none)$")
+    # Records spoken by someone the query names score this much more (1.0: twice the score).
+    speaker_boost: float = Field(default=1.0, ge=0.0, le=10.0)
 
 
 class PackingConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     fold_repeated_text: bool = True
+    # How the reader format lays records out: grouped under date-and-session headers in time
+    # order ("sessions"), or one timed record per line in rank order ("ranked").
+    reader_layout: Literal["sessions", "ranked"] = "sessions"
     session_context_rank_fusion_score_decay: float = Field(default=0.6, ge=0.0, le=1.0)
 
 
 class RetrievalConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    default_limit: int = Field(default=10, ge=1, le=200)
+    # Without an explicit limit, results fill the token budget, up to this many.
+    fill_limit: int = Field(default=200, ge=1, le=1000)
+    # Candidates per channel for such a fill: a 4,096-token context holds about 130 records.
+    fill_candidate_k: int = Field(default=150, ge=1, le=1000)
     default_token_budget: int = Field(default=2048, ge=0)
     candidate_k: int = Field(default=50, ge=1, le=1000)
 

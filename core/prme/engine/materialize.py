@@ -74,12 +74,27 @@ def index_work_item(deps: EngineDeps, node: MemoryNode) -> WorkItem:
     )
 
 
+VECTOR_TEXT_POLICY = "speaker_then_content"
+
+
+def vector_text(node: MemoryNode) -> str:
+    """What the vector channel embeds: the record as a reader sees it, speaker first.
+
+    "What did Ana say about the trip?" should land near Ana's lines, not the other person's
+    words on the same topic. The lexical index keeps the node text alone: the speaker is
+    not a keyword field (a name written only in speaker does not match lexical search)."""
+    speaker = node.speaker
+    if speaker and not node.content.startswith(speaker):
+        return f"{speaker}: {node.content}"
+    return node.content
+
+
 def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     """Embed and index nodes; the failure category when a dependency is down, else None."""
     if not nodes:
         return None
     try:
-        vectors = deps.embedder.embed([node.content for node in nodes])
+        vectors = deps.embedder.embed([vector_text(node) for node in nodes])
         model_key = deps.embedder.model.key
         deps.index.upsert(
             [

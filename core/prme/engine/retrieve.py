@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from prme.engine.deps import EngineDeps
+from prme.engine.materialize import VECTOR_TEXT_POLICY
 from prme.errors import EmbeddingUnavailableError, PrmeError
 from prme.model.canonical import sha256_text
 from prme.model.enums import (
@@ -20,7 +21,7 @@ from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
 from prme.retrieval.fusion import FusedCandidate, FusionConfig, FusionInput, fuse
 from prme.retrieval.packing import PackedContext, pack_context
-from prme.retrieval.query_analysis import asks_for_current_state
+from prme.retrieval.query_analysis import asks_for_current_state, named_speakers
 from prme.retrieval.receipts import (
     RECEIPT_OPERATION,
     RECEIPT_SCHEMA_VERSION,
@@ -132,14 +133,26 @@ def retrieve_memories(
     config = deps.config
     now = deps.clock.now()
     request_id = deps.ids()
-    limit = request.limit if request.limit is not None else config.retrieval.default_limit
+    # No limit asked: as many results as the token budget holds (up to fill_limit).
+    fill_budget = request.limit is None
+    limit = config.retrieval.fill_limit if fill_budget else request.limit
+    assert limit is not None  # noqa: S101 - narrowed above for mypy
     budget = request.token_budget
     if budget is None:
         budget = config.retrieval.default_token_budget
     flt = build_index_filter(request, now)
 
     candidates = gather_candidates(
-        deps, owner, request, flt, max(config.retrieval.candidate_k, limit * 3)
+        deps,
+        owner,
+        request,
+        flt,
+        # A budget fill ranks deeper; an explicit limit keeps a margin for caps and filters.
+        (
+            max(config.retrieval.candidate_k, config.retrieval.fill_candidate_k)
+            if fill_budget
+            else max(config.retrieval.candidate_k, limit * 3)
+        ),
     )
     searched = time.perf_counter()
 
@@ -148,11 +161,17 @@ def retrieve_memories(
         recency_boost=config.scoring.rrf_recency_boost,
         tie_break=config.scoring.rrf_tie_break,
         current_state=asks_for_current_state(request.query),
+        speaker_boost=config.scoring.speaker_boost,
     )
+    speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
+    named = named_speakers(request.query, speakers) if speakers else set()
     fused = fuse(
         [
             FusionInput(
-                nid, candidates.ranks[nid], (node.event_time or node.created_at).timestamp()
+                nid,
+                candidates.ranks[nid],
+                (node.event_time or node.created_at).timestamp(),
+                {"speaker_named": 1.0} if node.speaker in named else {},
             )
             for nid, node in candidates.nodes.items()
         ],
@@ -177,7 +196,11 @@ def retrieve_memories(
         counter=deps.token_counter,
         context_format=request.context_format,
         fold_repeated_text=config.packing.fold_repeated_text,
+        layout=config.packing.reader_layout,
     )
+    if fill_budget:
+        # The results are the records the context holds; the rest did not fit the budget.
+        selection = selection.keep_only({e.node_id for e in packed.entries}, "token_budget")
     bundle = _bundle(request, budget, selection, packed)
     results = _results(selection, fused, candidates)
 
@@ -203,7 +226,11 @@ def retrieve_memories(
             max_per_source=request.max_per_source,
             max_per_evidence=request.max_per_evidence,
             context_format=request.context_format,
-            packing_order="rank",
+            packing_order=(
+                "rank_admitted_session_grouped"
+                if request.context_format == "reader" and config.packing.reader_layout == "sessions"
+                else "rank"
+            ),
             fold_repeated_text=config.packing.fold_repeated_text,
             session_context_rank_fusion_score_decay=(
                 config.packing.session_context_rank_fusion_score_decay
@@ -211,6 +238,8 @@ def retrieve_memories(
             filters=request.filters.model_dump(mode="json") if request.filters else {},
             embedding_model=candidates.model_key,
             token_counter=deps.token_counter.name,
+            fill_budget=fill_budget,
+            vector_text=VECTOR_TEXT_POLICY,
         ),
         backend_failures=candidates.failures,
         candidates=_receipt_candidates(fused, candidates, selection),
@@ -295,7 +324,7 @@ def _bundle(
         tokens_used=packed.tokens_used,
         entries=packed.entries,
         context_references={e.ref: e.node_id for e in packed.entries},
-        excluded=[*excluded, *packed.excluded],
+        excluded=[*excluded, *(e for e in packed.excluded if e.node_id not in selection.excluded)],
         visible_value_bindings=visible,
     )
 
@@ -304,8 +333,9 @@ def _results(
     selection: Selection, fused: list[FusedCandidate], candidates: Candidates
 ) -> list[RetrievalResult]:
     score_by_id = {c.node_id: c.score for c in fused}
+    # Built from validated nodes and engine values: construction skips re-validating them.
     return [
-        RetrievalResult(
+        RetrievalResult.model_construct(
             node_id=node.id,
             content=node.content,
             score=score_by_id[node.id],
@@ -333,15 +363,17 @@ def _receipt_candidates(
     fused: list[FusedCandidate], candidates: Candidates, selection: Selection
 ) -> list[ReceiptCandidate]:
     return [
-        ReceiptCandidate(
+        ReceiptCandidate.model_construct(
             node_id=c.node_id,
             content_sha256=candidates.nodes[c.node_id].content_sha256,
             time=c.time,
+            features=c.features,
             ranks=c.ranks,
             channel_scores=candidates.scores.get(c.node_id, {}),
             semantic_relevance=candidates.semantic.get(c.node_id),
             score=c.score,
-            score_provenance=c.provenance(),
+            # The spec asks provenance of returned candidates; the rest replay from their ranks.
+            score_provenance=c.provenance() if c.node_id not in selection.excluded else {},
             evidence_refs=list(candidates.nodes[c.node_id].evidence_refs),
             outcome=selection.excluded.get(c.node_id, "returned"),
         )

@@ -9,13 +9,21 @@ from typing import Literal
 
 from prme.model.records import MemoryNode
 
-ExclusionReason = Literal["min_score", "source_limit", "evidence_limit", "limit"]
+ExclusionReason = Literal["min_score", "source_limit", "evidence_limit", "limit", "token_budget"]
 
 
 @dataclass(frozen=True)
 class Selection:
     selected: list[MemoryNode]
     excluded: dict[str, ExclusionReason]
+
+    def keep_only(self, kept: set[str], reason: ExclusionReason) -> Selection:
+        """The selection reduced to `kept`, the others excluded for `reason`."""
+        dropped = {n.id: reason for n in self.selected if n.id not in kept}
+        return Selection(
+            selected=[n for n in self.selected if n.id in kept],
+            excluded={**self.excluded, **dropped},
+        )
 
 
 def select_results(

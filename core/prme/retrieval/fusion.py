@@ -22,6 +22,8 @@ class FusionConfig(BaseModel):
     recency_boost: float = 0.25
     tie_break: str = "event_time"
     current_state: bool = False
+    # Multiplier bonus for a candidate spoken by a person the query names (0 disables).
+    speaker_boost: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class FusionInput:
     node_id: str
     ranks: Mapping[str, int]
     time: float | None
+    # Query-dependent facts about the candidate, e.g. {"speaker_named": 1.0}; saved in receipts.
+    features: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -41,6 +45,7 @@ class FusedCandidate:
     rrf_terms: dict[str, float]
     score: float
     adjustments: list[dict[str, float | str]] = field(default_factory=list)
+    features: dict[str, float] = field(default_factory=dict)
 
     @property
     def rrf_score(self) -> float:
@@ -66,11 +71,18 @@ def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedC
             time=c.time,
             rrf_terms={ch: 1.0 / (config.rrf_k + rank) for ch, rank in c.ranks.items()},
             score=0.0,
+            features=dict(c.features),
         )
         for c in candidates
     ]
     for candidate in fused:
         candidate.score = candidate.rrf_score
+    if config.speaker_boost > 0:
+        for candidate in fused:
+            if candidate.features.get("speaker_named", 0.0) > 0:
+                factor = 1.0 + config.speaker_boost
+                candidate.score *= factor
+                candidate.adjustments.append({"op": "speaker_named", "coefficient": factor})
     if config.current_state and config.recency_boost > 0:
         _apply_recency_boost(fused, config.recency_boost)
     fused.sort(key=lambda c: _order_key(c, config))
@@ -86,7 +98,7 @@ def _apply_recency_boost(fused: list[FusedCandidate], boost: float) -> None:
     for position, candidate in enumerate(timed):
         fraction = position / last
         factor = 1.0 + boost * fraction
-        candidate.score = candidate.rrf_score * factor
+        candidate.score *= factor
         candidate.adjustments.append(
             {"op": "recency_boost", "fraction": fraction, "coefficient": factor}
         )

@@ -30,9 +30,24 @@ class PackedContext:
     lines: dict[str, str]
 
 
-def render_record(ref: str, node: MemoryNode, context_format: ContextFormat) -> str:
-    when = node.event_time or node.created_at
+PackingLayout = Literal["sessions", "ranked"]
+
+
+def render_record(
+    ref: str, node: MemoryNode, context_format: ContextFormat, *, with_time: bool = True
+) -> str:
+    head, body = _record_parts(ref, node, context_format, with_time=with_time)
+    return head + body
+
+
+def _record_parts(
+    ref: str, node: MemoryNode, context_format: ContextFormat, *, with_time: bool
+) -> tuple[str, str]:
+    """A reader line as its per-retrieval head ("[m3] 2023-05-08 13:56") and its body
+    (" Caroline: text"), split where the tokenizer splits too, so the body's count can be
+    cached across retrievals and head + body counts equal the line's."""
     if context_format == "auditable":
+        when = node.event_time or node.created_at
         record = {
             "ref": ref,
             "node_id": node.id,
@@ -42,12 +57,26 @@ def render_record(ref: str, node: MemoryNode, context_format: ContextFormat) -> 
             "session_id": node.session_id,
             "text": node.content,
         }
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")), ""
     text = node.content
     speaker = node.speaker
     if speaker and not text.startswith(speaker):
         text = f"{speaker}: {text}"
-    return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')} {text}"
+    if not with_time:
+        return f"[{ref}]", f" {text}"
+    when = node.event_time or node.created_at
+    return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')}", f" {text}"
+
+
+def _group_of(node: MemoryNode) -> tuple[str, str]:
+    """Records of one day and session share a header that carries their date once."""
+    when = node.event_time or node.created_at
+    return when.strftime("%Y-%m-%d"), node.session_id or ""
+
+
+def _header(group: tuple[str, str]) -> str:
+    day, session = group
+    return f"[{day} {session}]" if session else f"[{day}]"
 
 
 def pack_context(
@@ -57,11 +86,22 @@ def pack_context(
     counter: TokenCounter,
     context_format: ContextFormat,
     fold_repeated_text: bool,
+    layout: PackingLayout = "ranked",
 ) -> PackedContext:
+    """Admit records in rank order while they fit, then render them.
+
+    `ranked` (and the auditable format) prints records in rank order, each with its time.
+    `sessions` prints the same admitted records grouped under a date-and-session header,
+    oldest group first and each group in time order, so a conversation reads in order and
+    its date costs tokens once per group instead of once per record. Refs (m1, m2, ...)
+    follow rank in both layouts."""
+    grouped = layout == "sessions" and context_format == "reader"
     entries: list[ContextEntry] = []
     excluded: list[ExcludedCandidate] = []
     lines: dict[str, str] = {}
     first_ref_by_text: dict[str, str] = {}
+    groups_open: set[tuple[str, str]] = set()
+    admitted: list[MemoryNode] = []
     used = 0
     for node in ranked:
         ref = f"m{len(entries) + 1}"
@@ -76,17 +116,24 @@ def pack_context(
                 )
             )
             continue
-        line = render_record(ref, node, context_format)
+        head, body = _record_parts(ref, node, context_format, with_time=not grouped)
+        line = head + body
         # A newline separates records; count it against the budget too.
-        cost = counter.count(line) + (1 if entries else 0)
+        cost = counter.count(head) + (counter.count(body) if body else 0) + (1 if entries else 0)
+        group = _group_of(node) if grouped else ("", "")
+        if grouped and group not in groups_open:
+            cost += counter.count(_header(group)) + 1
         if used + cost > token_budget:
             excluded.append(ExcludedCandidate(node_id=node.id, reason="token_budget"))
             continue
         used += cost
+        if grouped:
+            groups_open.add(group)
+        admitted.append(node)
         entries.append(ContextEntry(ref=ref, node_id=node.id, representation="full", tokens=cost))
         lines[node.id] = line
         first_ref_by_text.setdefault(node.content, ref)
-    context = "\n".join(lines[e.node_id] for e in entries if e.representation == "full")
+    context = _render(admitted, lines) if grouped else "\n".join(lines[n.id] for n in admitted)
     return PackedContext(
         context=context,
         context_sha256=sha256_text(context),
@@ -95,3 +142,17 @@ def pack_context(
         excluded=excluded,
         lines=lines,
     )
+
+
+def _render(admitted: Sequence[MemoryNode], lines: dict[str, str]) -> str:
+    moment = {n.id: (n.event_time or n.created_at).timestamp() for n in admitted}
+    by_group: dict[tuple[str, str], list[MemoryNode]] = {}
+    for node in admitted:
+        by_group.setdefault(_group_of(node), []).append(node)
+    out: list[str] = []
+    for group, members in sorted(
+        by_group.items(), key=lambda kv: (min(moment[n.id] for n in kv[1]), kv[0])
+    ):
+        out.append(_header(group))
+        out.extend(lines[n.id] for n in sorted(members, key=lambda n: (moment[n.id], n.id)))
+    return "\n".join(out)

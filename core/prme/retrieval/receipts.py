@@ -24,6 +24,8 @@ class ReceiptCandidate(BaseModel):
     content_sha256: str
     time: float | None
     ranks: dict[str, int]
+    # Query-dependent inputs of the fusion (e.g. speaker_named); empty in older receipts.
+    features: dict[str, float] = Field(default_factory=dict)
     channel_scores: dict[str, float]
     semantic_relevance: float | None
     score: float
@@ -53,6 +55,10 @@ class ReceiptConfig(BaseModel):
     filters: dict[str, Any]
     embedding_model: str | None
     token_counter: str
+    # No limit was asked: the results are what the token budget held (up to `limit`).
+    fill_budget: bool = False
+    # What the vector channel embedded for each record ("content" in older receipts).
+    vector_text: str = "content"
 
 
 class ReceiptContext(BaseModel):
@@ -87,7 +93,7 @@ class RetrievalReceipt(BaseModel):
 
     def replay_ranking(self) -> list[str]:
         """Recompute the fused order of every candidate from the saved ranks and config alone."""
-        inputs = [FusionInput(c.node_id, c.ranks, c.time) for c in self.candidates]
+        inputs = [FusionInput(c.node_id, c.ranks, c.time, c.features) for c in self.candidates]
         return [c.node_id for c in fuse(inputs, self.config.fusion)]
 
     def saved_ranking(self) -> list[str]:

@@ -26,6 +26,9 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+_COUNT_CACHE_ENTRIES = 50_000
+
+
 class Cl100kTokenCounter:
     """Counts tokens as OpenAI's cl100k_base encoding does; loads lazily, thread-safe."""
 
@@ -38,10 +41,19 @@ class Cl100kTokenCounter:
         )
         self._encoding: object | None = None
         self._lock = threading.Lock()
+        # Record texts recur across retrievals (the same memories are packed again and again).
+        self._counts: dict[str, int] = {}
 
     def count(self, text: str) -> int:
+        cached = self._counts.get(text)
+        if cached is not None:
+            return cached
         encoding = self._encoding or self._load()
-        return len(encoding.encode(text, disallowed_special=()))  # type: ignore[attr-defined]
+        counted = len(encoding.encode(text, disallowed_special=()))  # type: ignore[attr-defined]
+        if len(self._counts) >= _COUNT_CACHE_ENTRIES:
+            self._counts.clear()  # crude but bounded; refills with what is packed next
+        self._counts[text] = counted
+        return counted
 
     def _load(self) -> object:
         with self._lock:
