@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     packing: PackingConfig = Field(default_factory=PackingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    # What the vector channel embeds (EngineConfig.vector_text); changing it needs a reindex.
+    vector_text: Literal["speaker_then_content", "content"] = "speaker_then_content"
 
     @classmethod
     def env_name(cls, field: str) -> str:
@@ -62,4 +64,9 @@ class Settings(BaseSettings):
         return f"{ENV_PREFIX}{field.upper()}"
 
     def engine_config(self) -> EngineConfig:
-        return EngineConfig(scoring=self.scoring, packing=self.packing, retrieval=self.retrieval)
+        return EngineConfig(
+            scoring=self.scoring,
+            packing=self.packing,
+            retrieval=self.retrieval,
+            vector_text=self.vector_text,
+        )

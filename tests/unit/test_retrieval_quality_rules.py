@@ -126,3 +126,18 @@ def test_reader_context_groups_records_under_date_and_session_headers() -> None:
     store(ranked, "We planned a hike.", session_id="s1", event_time="2023-05-01T09:00:00Z")
     line = retrieve(ranked, "hike").bundle.context.splitlines()[0]
     assert line == "[m1] 2023-05-01 09:00 We planned a hike."
+
+
+def test_a_configured_default_limit_and_plain_vector_text_restore_the_first_behaviour() -> None:
+    config = EngineConfig.model_validate(
+        {"retrieval": {"default_limit": 3}, "vector_text": "content"}
+    )
+    h = memory_harness(config)
+    for i in range(6):
+        store(h, f"Garden note {i}: planted tulip bulbs.")
+    response = retrieve(h, "tulip bulbs", token_budget=4096)
+    assert len(response.results) == 3
+    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    assert (receipt.config.fill_budget, receipt.config.vector_text) == (False, "content")
+    node = h.engine.get_node(ALICE, store(h, "Hello.", speaker="Ana", role="participant"))
+    assert vector_text(node, config.vector_text) == "Hello."

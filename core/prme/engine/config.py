@@ -44,7 +44,9 @@ class PackingConfig(BaseModel):
 class RetrievalConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Without an explicit limit, results fill the token budget, up to this many.
+    # The limit when a request names none: None fills the token budget (up to fill_limit);
+    # a number restores a fixed default (10 was the first releases' behaviour).
+    default_limit: int | None = Field(default=None, ge=1, le=200)
     fill_limit: int = Field(default=200, ge=1, le=1000)
     # Candidates per channel for such a fill: a 4,096-token context holds about 130 records.
     fill_candidate_k: int = Field(default=150, ge=1, le=1000)
@@ -62,5 +64,7 @@ class EngineConfig(BaseModel):
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     packing: PackingConfig = Field(default_factory=PackingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    # What the vector channel embeds: the speaker's name then the text, or the text alone.
+    vector_text: Literal["speaker_then_content", "content"] = "speaker_then_content"
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)

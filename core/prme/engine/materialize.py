@@ -74,17 +74,14 @@ def index_work_item(deps: EngineDeps, node: MemoryNode) -> WorkItem:
     )
 
 
-VECTOR_TEXT_POLICY = "speaker_then_content"
-
-
-def vector_text(node: MemoryNode) -> str:
+def vector_text(node: MemoryNode, policy: str = "speaker_then_content") -> str:
     """What the vector channel embeds: the record as a reader sees it, speaker first.
 
     "What did Ana say about the trip?" should land near Ana's lines, not the other person's
     words on the same topic. The lexical index keeps the node text alone: the speaker is
     not a keyword field (a name written only in speaker does not match lexical search)."""
     speaker = node.speaker
-    if speaker and not node.content.startswith(speaker):
+    if policy == "speaker_then_content" and speaker and not node.content.startswith(speaker):
         return f"{speaker}: {node.content}"
     return node.content
 
@@ -94,7 +91,8 @@ def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     if not nodes:
         return None
     try:
-        vectors = deps.embedder.embed([vector_text(node) for node in nodes])
+        policy = deps.config.vector_text
+        vectors = deps.embedder.embed([vector_text(node, policy) for node in nodes])
         model_key = deps.embedder.model.key
         deps.index.upsert(
             [

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from prme.engine.deps import EngineDeps
-from prme.engine.materialize import VECTOR_TEXT_POLICY
 from prme.errors import EmbeddingUnavailableError, PrmeError
 from prme.model.canonical import sha256_text
 from prme.model.enums import (
@@ -134,9 +133,9 @@ def retrieve_memories(
     now = deps.clock.now()
     request_id = deps.ids()
     # No limit asked: as many results as the token budget holds (up to fill_limit).
-    fill_budget = request.limit is None
-    limit = config.retrieval.fill_limit if fill_budget else request.limit
-    assert limit is not None  # noqa: S101 - narrowed above for mypy
+    requested = request.limit if request.limit is not None else config.retrieval.default_limit
+    fill_budget = requested is None
+    limit = config.retrieval.fill_limit if requested is None else requested
     budget = request.token_budget
     if budget is None:
         budget = config.retrieval.default_token_budget
@@ -239,7 +238,7 @@ def retrieve_memories(
             embedding_model=candidates.model_key,
             token_counter=deps.token_counter.name,
             fill_budget=fill_budget,
-            vector_text=VECTOR_TEXT_POLICY,
+            vector_text=config.vector_text,
         ),
         backend_failures=candidates.failures,
         candidates=_receipt_candidates(fused, candidates, selection),
