@@ -61,7 +61,11 @@ class Extractor(Protocol):
 
 
 class Ledger(Protocol):
-    """The source of truth: events, nodes, journal, work items. Each method is one transaction."""
+    """The source of truth: events, nodes, journal, work items. Each method is one transaction.
+
+    Every commit carries a journal record with an id unique to that write. Committing the
+    very same commit again (its journal record already stored exactly as sent) is a no-op,
+    never a conflict: that is what a retry after a lost answer looks like."""
 
     def commit_store(self, commit: StoreCommit) -> None:
         """All records or none; ConflictError when the event or the idempotency key exists."""

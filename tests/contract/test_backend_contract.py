@@ -121,12 +121,19 @@ def test_lost_queue_send_loses_nothing(any_backend: Harness) -> None:
     assert engine.process_pending(None).processed == 1
 
 
-def test_ledger_rejects_duplicate_event(any_backend: Harness) -> None:
+def test_ledger_rejects_another_write_of_an_existing_event(any_backend: Harness) -> None:
     h = any_backend
     commit = build_store_commit(h.engine.deps, ALICE, StoreInput(content="once"))
     h.ledger.commit_store(commit)
+    # The very same commit again (a retry after a lost answer) is a no-op...
+    h.ledger.commit_store(commit)
+    assert h.ledger.count_pending_work(ALICE) == 1
+    # ...but another write reusing its event id is a conflict and writes nothing.
+    other = build_store_commit(h.engine.deps, ALICE, StoreInput(content="twice"))
+    clash = other.model_copy(update={"event": commit.event})
     with pytest.raises(ConflictError):
-        h.ledger.commit_store(commit)
+        h.ledger.commit_store(clash)
+    assert h.ledger.get_journal(ALICE, other.journal.id) is None
     assert h.ledger.count_pending_work(ALICE) == 1
 
 

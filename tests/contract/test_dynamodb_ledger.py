@@ -543,6 +543,7 @@ def test_transaction_conflicts_are_retried_but_failed_conditions_are_not() -> No
         assert len(sleeps) == 2
 
         cancelled(stub, "ConditionalCheckFailed", "None", "None", "None", "None")
+        stub.add_response("get_item", {})  # the journal record is not ours: a real conflict
         with pytest.raises(ConflictError):
             ledger.commit_store(commit)
         cancelled(stub, "ValidationError", "None", "None", "None", "None")
@@ -569,6 +570,26 @@ def test_each_transaction_attempt_carries_a_client_request_token() -> None:
     tokens = [params["ClientRequestToken"] for params in sent]
     assert len(tokens) == 2 and len(set(tokens)) == 2
     assert all(uuid.UUID(token) for token in tokens)
+
+
+def test_a_commit_whose_answer_was_lost_is_not_a_conflict_on_retry() -> None:
+    """The SDK retried a transaction that had committed: every condition fails on our own
+    records. The journal record stored exactly as sent shows the write is ours."""
+    client = stubbed_client()
+    ledger, _ = recording_ledger(client)
+    commit = make_commit(ALICE, 1)
+    journal = {
+        "Item": {
+            "pk": {"S": "x"},
+            "sk": {"S": "y"},
+            "body": {"S": commit.journal.model_dump_json()},
+        }
+    }
+    with Stubber(client) as stub:
+        cancelled(stub, *["ConditionalCheckFailed"] * 5)
+        stub.add_response("get_item", journal)
+        ledger.commit_store(commit)  # no ConflictError
+        stub.assert_no_pending_responses()
 
 
 def test_unprocessed_batch_keys_are_fetched_again() -> None:

@@ -293,6 +293,23 @@ class DynamoDbLedger:
             transact_items.append({action: body})
         self._call("transact_write_items", request_token=True, TransactItems=transact_items)
 
+    def _transact_once(
+        self, actions: Sequence[tuple[str, Item, dict[str, Any]]], journal: JournalRecord
+    ) -> None:
+        """A transaction that carries a journal record, safe when its response was lost.
+
+        When an attempt commits but its answer never arrives (a read timeout), the SDK's
+        retry fails every condition on our own records. The journal record, whose id is
+        unique to the write, tells the two apart: stored exactly as sent means this very
+        commit is applied, so it is a no-op, not a conflict (the same rule as every other
+        ledger). DynamoDB also honours the request token; this covers stores that do not."""
+        try:
+            self._transact(actions)
+        except ConflictError:
+            owner = OwnerKey(tenant_id=journal.tenant_id, owner_id=journal.owner_id)
+            if self.get_journal(owner, journal.id) != journal:
+                raise
+
     def _put_new(self, item: Item) -> tuple[str, Item, dict[str, Any]]:
         return ("Put", item, {"ConditionExpression": _NOT_EXISTS})
 
@@ -377,7 +394,7 @@ class DynamoDbLedger:
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
         # Every put is conditional: events are immutable and no record is ever replaced.
-        self._transact([self._put_new(item) for item in items])
+        self._transact_once([self._put_new(item) for item in items], commit.journal)
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
@@ -503,7 +520,7 @@ class DynamoDbLedger:
         items.append(self._journal_item(commit.journal))
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
-        self._transact([self._put_new(item) for item in items])
+        self._transact_once([self._put_new(item) for item in items], commit.journal)
 
     def commit_node_change(self, change: NodeChange) -> None:
         actions: list[tuple[str, Item, dict[str, Any]]] = []
@@ -533,7 +550,7 @@ class DynamoDbLedger:
         actions += [self._put_new(self._work_item(w)) for w in change.work]
         if change.idempotency is not None:
             actions.append(self._put_new(self._idempotency_item(change.idempotency)))
-        self._transact(actions)
+        self._transact_once(actions, change.journal)
 
     @staticmethod
     def _edge_item(e: MemoryEdge) -> Item:

@@ -115,7 +115,20 @@ class SqliteLedger:
 
     # -- Ledger ------------------------------------------------------------------------
 
+    def _already_committed(self, journal: JournalRecord) -> bool:
+        """A conflicting commit whose journal record is stored exactly as sent was this very
+        commit, already applied (a retry after a lost answer): it is a no-op, not a conflict."""
+        owner = OwnerKey(tenant_id=journal.tenant_id, owner_id=journal.owner_id)
+        return self.get_journal(owner, journal.id) == journal
+
     def commit_store(self, commit: StoreCommit) -> None:
+        try:
+            self._commit_store(commit)
+        except ConflictError:
+            if not self._already_committed(commit.journal):
+                raise
+
+    def _commit_store(self, commit: StoreCommit) -> None:
         e, n, j, w = commit.event, commit.node, commit.journal, commit.work
         with self._transaction() as tx:
             if commit.idempotency is not None:
@@ -129,6 +142,13 @@ class SqliteLedger:
             self._insert_work(tx, [w, *commit.extra_work])
 
     def commit_ingest(self, commit: IngestCommit) -> None:
+        try:
+            self._commit_ingest(commit)
+        except ConflictError:
+            if not self._already_committed(commit.journal):
+                raise
+
+    def _commit_ingest(self, commit: IngestCommit) -> None:
         with self._transaction() as tx:
             if commit.idempotency is not None:
                 self._insert_idempotency(tx, commit.idempotency)
@@ -145,6 +165,13 @@ class SqliteLedger:
             self._update_work(tx, work)
 
     def commit_node_change(self, change: NodeChange) -> None:
+        try:
+            self._commit_node_change(change)
+        except ConflictError:
+            if not self._already_committed(change.journal):
+                raise
+
+    def _commit_node_change(self, change: NodeChange) -> None:
         with self._transaction() as tx:
             for previous, new in change.updates:
                 changed = tx.execute(

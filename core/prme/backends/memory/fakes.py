@@ -46,7 +46,20 @@ class InMemoryLedger:
         self.edges: dict[tuple[str, str, str], MemoryEdge] = {}
         self.fail_journal = False
 
+    def _already_committed(self, journal: JournalRecord) -> bool:
+        """A conflicting commit whose journal record is stored exactly as sent was this very
+        commit, already applied (a retry after a lost answer): it is a no-op, not a conflict."""
+        owner = OwnerKey(tenant_id=journal.tenant_id, owner_id=journal.owner_id)
+        return self.get_journal(owner, journal.id) == journal
+
     def commit_store(self, commit: StoreCommit) -> None:
+        try:
+            self._commit_store(commit)
+        except ConflictError:
+            if not self._already_committed(commit.journal):
+                raise
+
+    def _commit_store(self, commit: StoreCommit) -> None:
         e, n, idem = commit.event, commit.node, commit.idempotency
         with self._lock:
             if (e.tenant_id, e.owner_id, e.id) in self.events:
@@ -64,6 +77,13 @@ class InMemoryLedger:
             self.work.update((w.id, w) for w in commit.extra_work)
 
     def commit_ingest(self, commit: IngestCommit) -> None:
+        try:
+            self._commit_ingest(commit)
+        except ConflictError:
+            if not self._already_committed(commit.journal):
+                raise
+
+    def _commit_ingest(self, commit: IngestCommit) -> None:
         with self._lock:
             keys = [(e.tenant_id, e.owner_id, e.id) for e in commit.events]
             if any(key in self.events for key in keys):
@@ -88,6 +108,13 @@ class InMemoryLedger:
             self.work[work.id] = work
 
     def commit_node_change(self, change: NodeChange) -> None:
+        try:
+            self._commit_node_change(change)
+        except ConflictError:
+            if not self._already_committed(change.journal):
+                raise
+
+    def _commit_node_change(self, change: NodeChange) -> None:
         j, idem = change.journal, change.idempotency
         with self._lock:
             # Every check before any write: a conflict leaves nothing behind.
