@@ -68,9 +68,7 @@ def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
     try:
         return model.model_validate({k: v for k, v in fields.items() if v is not UNSET})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(str(part) for part in first["loc"])
-        raise InvalidRequestError(f"{'.'.join(loc)}: {first['msg']}", field=loc) from None
+        raise InvalidRequestError.from_validation(exc) from None
 
 
 class MemoryClient:
@@ -439,9 +437,7 @@ class MemoryClient:
             try:
                 query = QuantityAggregationQuery.model_validate(query)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ("query", *(str(part) for part in first["loc"]))
-                raise InvalidRequestError(f"{'.'.join(loc)}: {first['msg']}", field=loc) from None
+                raise InvalidRequestError.from_validation(exc, prefix=("query",)) from None
         return self._engine.aggregate_quantities(self._owner(user_id), query)
 
     def aggregate_quantities_text(

@@ -1,8 +1,10 @@
-"""The one error hierarchy of PRME; `prme.http.errors` maps each class to a status code."""
+"""The one error hierarchy of PRME and its one map to HTTP statuses (used by HTTP and MCP)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from pydantic import ValidationError
 
 
 class PrmeError(Exception):
@@ -26,6 +28,15 @@ class InvalidRequestError(PrmeError):
 
     def errors(self) -> list[dict[str, Any]]:
         return [{"loc": ["body", *self.field], "msg": self.detail, "type": "value_error"}]
+
+    @classmethod
+    def from_validation(
+        cls, error: ValidationError, *, prefix: tuple[str, ...] = ()
+    ) -> InvalidRequestError:
+        """The first failure of an input model's validation, located and never echoing input."""
+        first = error.errors(include_input=False)[0]
+        loc = (*prefix, *(str(part) for part in first["loc"]))
+        return cls(f"{'.'.join(loc)}: {first['msg']}", field=loc)
 
 
 class BadRequestError(PrmeError):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from prme.engine.deps import EngineDeps
+from prme.engine.reads import get_receipt, get_receipt_record
 from prme.errors import BadRequestError, ConflictError, InvalidRequestError, NotFoundError
 from prme.model.bindings import ToolArgumentResolution
 from prme.model.feedback import (
@@ -47,13 +48,6 @@ RELEVANCE = _Collection("relevance:", "relevance_feedback", RelevanceRecord)
 CITATIONS = _Collection("citation:", "answer_citation", AnswerCitationRecord)
 
 
-def _saved_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> JournalRecord:
-    record = deps.ledger.get_journal(owner, request_id)
-    if record is None or record.operation != RECEIPT_OPERATION or not record.verify():
-        raise NotFoundError("Retrieval receipt not found")
-    return record
-
-
 def _full_entries(receipt: RetrievalReceipt) -> dict[str, dict[str, object]]:
     """Context entries that carry their text (folded repeats only point at another entry)."""
     return {
@@ -69,7 +63,7 @@ def record_relevance(deps: EngineDeps, owner: OwnerKey, request: RelevanceInput)
     existing = _read(deps, owner, RELEVANCE, feedback_id)
     if existing is not None:
         return _same_relevance(existing, request)
-    saved = _saved_receipt(deps, owner, str(request.request_id))
+    saved = get_receipt_record(deps, owner, str(request.request_id))
     receipt = RetrievalReceipt.model_validate(saved.payload)
     record = RelevanceRecord(
         feedback_id=feedback_id,
@@ -168,7 +162,7 @@ def record_answer_citations(
     existing = _read(deps, owner, CITATIONS, citation_id)
     if existing is not None:
         return _same_citation(existing, request)
-    saved = _saved_receipt(deps, owner, str(request.request_id))
+    saved = get_receipt_record(deps, owner, str(request.request_id))
     receipt = RetrievalReceipt.model_validate(saved.payload)
     full = _full_entries(receipt)
     hashes = {c.node_id: c.content_sha256 for c in receipt.candidates}
@@ -268,8 +262,7 @@ def resolve_saved_tool_arguments(
     """The exact value-binding rule applied to a tool call made from one saved context.
 
     Only bindings that retrieval exposed (their presentation survived packing) take part."""
-    saved = _saved_receipt(deps, owner, request_id)
-    receipt = RetrievalReceipt.model_validate(saved.payload)
+    receipt = get_receipt(deps, owner, request_id)
     return resolve_tool_arguments(arguments, receipt.context.visible_value_bindings)
 
 

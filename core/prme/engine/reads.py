@@ -5,7 +5,7 @@ from __future__ import annotations
 from prme.engine.deps import EngineDeps
 from prme.errors import NotFoundError
 from prme.model.enums import ProcessingStatus, WorkFamily, WorkStatus
-from prme.model.records import Event, MemoryNode, OwnerKey, WorkItem
+from prme.model.records import Event, JournalRecord, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
 
 
@@ -45,8 +45,13 @@ def get_processing_status(
     return summarize_work(items), items
 
 
-def get_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
+def get_receipt_record(deps: EngineDeps, owner: OwnerKey, request_id: str) -> JournalRecord:
+    """The journaled receipt of a retrieval, checksum verified (its checksum binds records)."""
     record = deps.ledger.get_journal(owner, request_id)
     if record is None or record.operation != RECEIPT_OPERATION or not record.verify():
         raise NotFoundError("Retrieval receipt not found")
-    return RetrievalReceipt.model_validate(record.payload)
+    return record
+
+
+def get_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
+    return RetrievalReceipt.model_validate(get_receipt_record(deps, owner, request_id).payload)

@@ -131,9 +131,7 @@ def validated(model: type[_Model], fields: dict[str, Any] | None) -> _Model:
     try:
         return model.model_validate(fields or {})
     except ValidationError as exc:
-        first = exc.errors(include_input=False)[0]
-        loc = tuple(str(part) for part in first["loc"])
-        raise InvalidRequestError(f"{'.'.join(loc)}: {first['msg']}", field=loc) from None
+        raise InvalidRequestError.from_validation(exc) from None
 
 
 class _Runner:

@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from prme.backends.aws import resources
+from prme.backends.commit_rule import applied_once
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -293,23 +294,6 @@ class DynamoDbLedger:
             transact_items.append({action: body})
         self._call("transact_write_items", request_token=True, TransactItems=transact_items)
 
-    def _transact_once(
-        self, actions: Sequence[tuple[str, Item, dict[str, Any]]], journal: JournalRecord
-    ) -> None:
-        """A transaction that carries a journal record, safe when its response was lost.
-
-        When an attempt commits but its answer never arrives (a read timeout), the SDK's
-        retry fails every condition on our own records. The journal record, whose id is
-        unique to the write, tells the two apart: stored exactly as sent means this very
-        commit is applied, so it is a no-op, not a conflict (the same rule as every other
-        ledger). DynamoDB also honours the request token; this covers stores that do not."""
-        try:
-            self._transact(actions)
-        except ConflictError:
-            owner = OwnerKey(tenant_id=journal.tenant_id, owner_id=journal.owner_id)
-            if self.get_journal(owner, journal.id) != journal:
-                raise
-
     def _put_new(self, item: Item) -> tuple[str, Item, dict[str, Any]]:
         return ("Put", item, {"ConditionExpression": _NOT_EXISTS})
 
@@ -394,7 +378,8 @@ class DynamoDbLedger:
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
         # Every put is conditional: events are immutable and no record is ever replaced.
-        self._transact_once([self._put_new(item) for item in items], commit.journal)
+        with applied_once(self, commit.journal):
+            self._transact([self._put_new(item) for item in items])
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
@@ -520,7 +505,8 @@ class DynamoDbLedger:
         items.append(self._journal_item(commit.journal))
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
-        self._transact_once([self._put_new(item) for item in items], commit.journal)
+        with applied_once(self, commit.journal):
+            self._transact([self._put_new(item) for item in items])
 
     def commit_node_change(self, change: NodeChange) -> None:
         actions: list[tuple[str, Item, dict[str, Any]]] = []
@@ -550,7 +536,8 @@ class DynamoDbLedger:
         actions += [self._put_new(self._work_item(w)) for w in change.work]
         if change.idempotency is not None:
             actions.append(self._put_new(self._idempotency_item(change.idempotency)))
-        self._transact_once(actions, change.journal)
+        with applied_once(self, change.journal):
+            self._transact(actions)
 
     @staticmethod
     def _edge_item(e: MemoryEdge) -> Item:

@@ -12,7 +12,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
+from prme.backends.commit_rule import applied_once
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.errors import ConflictError, StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
@@ -115,41 +117,22 @@ class SqliteLedger:
 
     # -- Ledger ------------------------------------------------------------------------
 
-    def _already_committed(self, journal: JournalRecord) -> bool:
-        """A conflicting commit whose journal record is stored exactly as sent was this very
-        commit, already applied (a retry after a lost answer): it is a no-op, not a conflict."""
-        owner = OwnerKey(tenant_id=journal.tenant_id, owner_id=journal.owner_id)
-        return self.get_journal(owner, journal.id) == journal
-
     def commit_store(self, commit: StoreCommit) -> None:
-        try:
-            self._commit_store(commit)
-        except ConflictError:
-            if not self._already_committed(commit.journal):
-                raise
-
-    def _commit_store(self, commit: StoreCommit) -> None:
-        e, n, j, w = commit.event, commit.node, commit.journal, commit.work
-        with self._transaction() as tx:
-            if commit.idempotency is not None:
-                self._insert_idempotency(tx, commit.idempotency)
-            tx.execute(
-                "INSERT INTO events VALUES (?, ?, ?, ?)",
-                (e.tenant_id, e.owner_id, e.id, e.model_dump_json()),
-            )
-            self._insert_node(tx, n)
-            self._insert_journal(tx, j)
-            self._insert_work(tx, [w, *commit.extra_work])
+        with applied_once(self, commit.journal):
+            e, n, j, w = commit.event, commit.node, commit.journal, commit.work
+            with self._transaction() as tx:
+                if commit.idempotency is not None:
+                    self._insert_idempotency(tx, commit.idempotency)
+                tx.execute(
+                    "INSERT INTO events VALUES (?, ?, ?, ?)",
+                    (e.tenant_id, e.owner_id, e.id, e.model_dump_json()),
+                )
+                self._insert_node(tx, n)
+                self._insert_journal(tx, j)
+                self._insert_work(tx, [w, *commit.extra_work])
 
     def commit_ingest(self, commit: IngestCommit) -> None:
-        try:
-            self._commit_ingest(commit)
-        except ConflictError:
-            if not self._already_committed(commit.journal):
-                raise
-
-    def _commit_ingest(self, commit: IngestCommit) -> None:
-        with self._transaction() as tx:
+        with applied_once(self, commit.journal), self._transaction() as tx:
             if commit.idempotency is not None:
                 self._insert_idempotency(tx, commit.idempotency)
             tx.executemany(
@@ -165,14 +148,7 @@ class SqliteLedger:
             self._update_work(tx, work)
 
     def commit_node_change(self, change: NodeChange) -> None:
-        try:
-            self._commit_node_change(change)
-        except ConflictError:
-            if not self._already_committed(change.journal):
-                raise
-
-    def _commit_node_change(self, change: NodeChange) -> None:
-        with self._transaction() as tx:
+        with applied_once(self, change.journal), self._transaction() as tx:
             for previous, new in change.updates:
                 changed = tx.execute(
                     "UPDATE nodes SET body=? WHERE tenant=? AND owner=? AND id=? AND body=?",
@@ -319,19 +295,25 @@ class SqliteLedger:
         return Event.model_validate_json(rows[0][0]) if rows else None
 
     def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
-        found: dict[str, Event] = {}
-        ids = list(dict.fromkeys(event_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+        events = (Event.model_validate_json(b) for b in self._bodies("events", owner, event_ids))
+        return {event.id: event for event in events}
+
+    def _bodies(
+        self, table: Literal["events", "nodes"], owner: OwnerKey, ids: Sequence[str]
+    ) -> list[str]:
+        """The stored bodies among `ids` of one owner, read in chunks under SQLite's bound limit."""
+        unique = list(dict.fromkeys(ids))
+        bodies: list[str] = []
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._query(
-                f"SELECT body FROM events WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
+                # Only the table name (one of two literals) and placeholders are interpolated.
+                f"SELECT body FROM {table} WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
                 (owner.tenant_id, owner.owner_id, *chunk),
             )
-            for (body,) in rows:
-                event = Event.model_validate_json(body)
-                found[event.id] = event
-        return found
+            bodies.extend(body for (body,) in rows)
+        return bodies
 
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
@@ -346,19 +328,8 @@ class SqliteLedger:
         return self.get_nodes(owner, [node_id]).get(node_id)
 
     def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
-        found: dict[str, MemoryNode] = {}
-        ids = list(dict.fromkeys(node_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._query(
-                f"SELECT body FROM nodes WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
-                (owner.tenant_id, owner.owner_id, *chunk),
-            )
-            for (body,) in rows:
-                node = MemoryNode.model_validate_json(body)
-                found[node.id] = node
-        return found
+        nodes = (MemoryNode.model_validate_json(b) for b in self._bodies("nodes", owner, node_ids))
+        return {node.id: node for node in nodes}
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         rows = self._query(

@@ -11,6 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
+from prme.backends.commit_rule import applied_once
 from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
@@ -46,45 +47,26 @@ class InMemoryLedger:
         self.edges: dict[tuple[str, str, str], MemoryEdge] = {}
         self.fail_journal = False
 
-    def _already_committed(self, journal: JournalRecord) -> bool:
-        """A conflicting commit whose journal record is stored exactly as sent was this very
-        commit, already applied (a retry after a lost answer): it is a no-op, not a conflict."""
-        owner = OwnerKey(tenant_id=journal.tenant_id, owner_id=journal.owner_id)
-        return self.get_journal(owner, journal.id) == journal
-
     def commit_store(self, commit: StoreCommit) -> None:
-        try:
-            self._commit_store(commit)
-        except ConflictError:
-            if not self._already_committed(commit.journal):
-                raise
-
-    def _commit_store(self, commit: StoreCommit) -> None:
-        e, n, idem = commit.event, commit.node, commit.idempotency
-        with self._lock:
-            if (e.tenant_id, e.owner_id, e.id) in self.events:
-                raise ConflictError("event already exists")
-            if idem is not None:
-                idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
-                if idem_key in self.idempotency:
-                    raise ConflictError("idempotency key already used")
-                self.idempotency[idem_key] = idem
-            self.events[(e.tenant_id, e.owner_id, e.id)] = e
-            self.nodes[(n.tenant_id, n.owner_id, n.id)] = n
-            j = commit.journal
-            self.journal[(j.tenant_id, j.owner_id, j.id)] = j
-            self.work[commit.work.id] = commit.work
-            self.work.update((w.id, w) for w in commit.extra_work)
+        with applied_once(self, commit.journal):
+            e, n, idem = commit.event, commit.node, commit.idempotency
+            with self._lock:
+                if (e.tenant_id, e.owner_id, e.id) in self.events:
+                    raise ConflictError("event already exists")
+                if idem is not None:
+                    idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
+                    if idem_key in self.idempotency:
+                        raise ConflictError("idempotency key already used")
+                    self.idempotency[idem_key] = idem
+                self.events[(e.tenant_id, e.owner_id, e.id)] = e
+                self.nodes[(n.tenant_id, n.owner_id, n.id)] = n
+                j = commit.journal
+                self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+                self.work[commit.work.id] = commit.work
+                self.work.update((w.id, w) for w in commit.extra_work)
 
     def commit_ingest(self, commit: IngestCommit) -> None:
-        try:
-            self._commit_ingest(commit)
-        except ConflictError:
-            if not self._already_committed(commit.journal):
-                raise
-
-    def _commit_ingest(self, commit: IngestCommit) -> None:
-        with self._lock:
+        with applied_once(self, commit.journal), self._lock:
             keys = [(e.tenant_id, e.owner_id, e.id) for e in commit.events]
             if any(key in self.events for key in keys):
                 raise ConflictError("event already exists")
@@ -108,42 +90,41 @@ class InMemoryLedger:
             self.work[work.id] = work
 
     def commit_node_change(self, change: NodeChange) -> None:
-        try:
-            self._commit_node_change(change)
-        except ConflictError:
-            if not self._already_committed(change.journal):
-                raise
-
-    def _commit_node_change(self, change: NodeChange) -> None:
-        j, idem = change.journal, change.idempotency
-        with self._lock:
-            # Every check before any write: a conflict leaves nothing behind.
-            for previous, _ in change.updates:
-                if self.nodes.get((previous.tenant_id, previous.owner_id, previous.id)) != previous:
-                    raise ConflictError("node changed")
-            if (j.tenant_id, j.owner_id, j.id) in self.journal:
-                raise ConflictError("journal record already exists")
-            if idem is not None and (
-                (idem.tenant_id, idem.owner_id, idem.operation, idem.key) in self.idempotency
-            ):
-                raise ConflictError("idempotency key already used")
-            for node in change.new_nodes:
-                if (node.tenant_id, node.owner_id, node.id) in self.nodes:
-                    raise ConflictError("node already exists")
-            for edge in change.edges:
-                if (edge.tenant_id, edge.owner_id, edge.id) in self.edges:
-                    raise ConflictError("edge already exists")
-            if idem is not None:
-                self.idempotency[(idem.tenant_id, idem.owner_id, idem.operation, idem.key)] = idem
-            for _, new in change.updates:
-                self.nodes[(new.tenant_id, new.owner_id, new.id)] = new
-            for node in change.new_nodes:
-                self.nodes[(node.tenant_id, node.owner_id, node.id)] = node
-            self.work.update((w.id, w) for w in change.work_updates)
-            for edge in change.edges:
-                self.edges[(edge.tenant_id, edge.owner_id, edge.id)] = edge
-            self.journal[(j.tenant_id, j.owner_id, j.id)] = j
-            self.work.update((w.id, w) for w in change.work)
+        with applied_once(self, change.journal):
+            j, idem = change.journal, change.idempotency
+            with self._lock:
+                # Every check before any write: a conflict leaves nothing behind.
+                for previous, _ in change.updates:
+                    if (
+                        self.nodes.get((previous.tenant_id, previous.owner_id, previous.id))
+                        != previous
+                    ):
+                        raise ConflictError("node changed")
+                if (j.tenant_id, j.owner_id, j.id) in self.journal:
+                    raise ConflictError("journal record already exists")
+                if idem is not None and (
+                    (idem.tenant_id, idem.owner_id, idem.operation, idem.key) in self.idempotency
+                ):
+                    raise ConflictError("idempotency key already used")
+                for node in change.new_nodes:
+                    if (node.tenant_id, node.owner_id, node.id) in self.nodes:
+                        raise ConflictError("node already exists")
+                for edge in change.edges:
+                    if (edge.tenant_id, edge.owner_id, edge.id) in self.edges:
+                        raise ConflictError("edge already exists")
+                if idem is not None:
+                    self.idempotency[(idem.tenant_id, idem.owner_id, idem.operation, idem.key)] = (
+                        idem
+                    )
+                for _, new in change.updates:
+                    self.nodes[(new.tenant_id, new.owner_id, new.id)] = new
+                for node in change.new_nodes:
+                    self.nodes[(node.tenant_id, node.owner_id, node.id)] = node
+                self.work.update((w.id, w) for w in change.work_updates)
+                for edge in change.edges:
+                    self.edges[(edge.tenant_id, edge.owner_id, edge.id)] = edge
+                self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+                self.work.update((w.id, w) for w in change.work)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         expired = [
