@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     # What the vector channel embeds (EngineConfig.vector_text); changing it needs a reindex.
     vector_text: Literal["speaker_then_content", "content"] = "speaker_then_content"
+    # Weight of the session's previous record in each record's vector
+    # (EngineConfig.vector_session_context; 0 turns it off); changing it needs a reindex.
+    vector_session_context: float = Field(default=0.6, ge=0.0, le=4.0)
 
     @classmethod
     def env_name(cls, field: str) -> str:
@@ -69,4 +72,5 @@ class Settings(BaseSettings):
             packing=self.packing,
             retrieval=self.retrieval,
             vector_text=self.vector_text,
+            vector_session_context=self.vector_session_context,
         )

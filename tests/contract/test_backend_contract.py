@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -36,6 +37,16 @@ class SwitchableIndex:
             raise IndexUnavailableError()
         result: IndexHits = self.inner.search(owner, query)
         return result
+
+    def session_predecessor(
+        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
+    ) -> tuple[str, tuple[float, ...]] | None:
+        if self.down:
+            raise IndexUnavailableError()
+        found: tuple[str, tuple[float, ...]] | None = self.inner.session_predecessor(
+            owner, session_id, before, embedding_model
+        )
+        return found
 
 
 def test_store_then_read_event_nodes_and_status(any_backend: Harness) -> None:

@@ -52,11 +52,11 @@ def test_a_named_speaker_lifts_their_own_words(harness: Harness) -> None:
     receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
     top = receipt.candidates[0]
     assert top.features == {"speaker_named": 1.0}
-    assert {"op": "speaker_named", "coefficient": 2.0} in top.score_provenance["adjustments"]
+    assert {"op": "speaker_named", "coefficient": 3.0} in top.score_provenance["adjustments"]
     # The saved features replay the ranking without the store.
     saved = RetrievalReceipt.model_validate_json(receipt.model_dump_json())
     assert saved.replay_ranking() == saved.saved_ranking()
-    assert saved.config.fusion.speaker_boost == 1.0
+    assert saved.config.fusion.speaker_boost == 2.0
 
     # Switched off, the feature is still recorded but changes no score.
     plain = memory_harness(EngineConfig(scoring=ScoringConfig(speaker_boost=0.0)))

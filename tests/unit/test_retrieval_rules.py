@@ -51,7 +51,7 @@ def test_lexical_and_vector_candidates_are_fused(harness: Harness) -> None:
     receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
     top = receipt.candidates[0]
     assert set(top.ranks) == {"vector", "lexical"}
-    assert top.score == pytest.approx(1 / 61 + 1 / 61)
+    assert top.score == pytest.approx(1 / 21 + 1 / 21)
 
 
 def test_current_state_question_prefers_newer_memories(harness: Harness) -> None:
@@ -260,7 +260,7 @@ def test_receipt_replays_without_the_store(harness: Harness) -> None:
     assert saved.replay_matches()
     assert saved.schema_version == 22
     assert saved.context.context_sha256 == response.bundle.context_sha256
-    assert saved.config.fusion.rrf_k == 60
+    assert saved.config.fusion.rrf_k == 20
 
 
 def test_receipt_failure_does_not_fail_retrieval(harness: Harness) -> None:

@@ -24,11 +24,15 @@ DEFAULT_TTL_DAYS: dict[NodeType, int | None] = {
 class ScoringConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    rrf_k: int = Field(default=60, ge=1)
+    # 20 rather than the customary 60: the first ranks of each channel weigh more.
+    rrf_k: int = Field(default=20, ge=1)
     rrf_recency_boost: float = Field(default=0.25, ge=0.0, le=10.0)
     rrf_tie_break: str = Field(default="event_time", pattern="^(event_time|none)$")
-    # Records spoken by someone the query names score this much more (1.0: twice the score).
-    speaker_boost: float = Field(default=1.0, ge=0.0, le=10.0)
+    # Records spoken by someone the query names score this much more (2.0: three times).
+    speaker_boost: float = Field(default=2.0, ge=0.0, le=10.0)
+    # A share of the best score among the candidates said around a record in its session.
+    session_neighbour_weight: float = Field(default=0.2, ge=0.0, le=1.0)
+    session_neighbour_span: int = Field(default=2, ge=0, le=10)
 
 
 class PackingConfig(BaseModel):
@@ -66,5 +70,8 @@ class EngineConfig(BaseModel):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     # What the vector channel embeds: the speaker's name then the text, or the text alone.
     vector_text: Literal["speaker_then_content", "content"] = "speaker_then_content"
+    # Weight of the previous record of the same session in a record's vector:
+    # normalize(own + w * previous_own); 0 indexes each record's own embedding alone.
+    vector_session_context: float = Field(default=0.6, ge=0.0, le=4.0)
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)

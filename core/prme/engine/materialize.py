@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+
+import numpy as np
+from numpy.typing import NDArray
 
 from prme.engine.deps import EngineDeps
 from prme.engine.nodes import node_from_event
@@ -39,13 +43,22 @@ class ProcessingReport:
     failed: int
 
 
-def index_document(node: MemoryNode, vector: Sequence[float], model_key: str) -> IndexDocument:
+def index_document(
+    node: MemoryNode,
+    vector: Sequence[float],
+    model_key: str,
+    *,
+    content_vector: Sequence[float] | None = None,
+) -> IndexDocument:
+    """The node as the index stores it; `content_vector` (its own embedding) defaults to `vector`."""
+    searched = _floats(vector)
     return IndexDocument(
         tenant_id=node.tenant_id,
         owner_id=node.owner_id,
         node_id=node.id,
         text=node.content,
-        vector=tuple(float(x) for x in vector),
+        vector=searched,
+        content_vector=searched if content_vector is None else _floats(content_vector),
         embedding_model=model_key,
         node_type=node.node_type,
         source_type=node.source_type,
@@ -86,18 +99,142 @@ def vector_text(node: MemoryNode, policy: str = "speaker_then_content") -> str:
     return node.content
 
 
+def _floats(vector: Sequence[float] | NDArray[np.float64]) -> tuple[float, ...]:
+    """A vector as a tuple of Python floats (tolist converts numpy arrays in one C call)."""
+    if isinstance(vector, tuple):
+        return vector
+    values = np.asarray(vector, dtype=np.float64).tolist()
+    return tuple(values)
+
+
+def session_context_vector(
+    own: Sequence[float], predecessor: Sequence[float] | None, weight: float
+) -> tuple[float, ...]:
+    """What vector search compares against: normalize(own + weight * predecessor).
+
+    A short reply ("Yes, last week!") lands near what it answers. The own vector is kept
+    as it is without a predecessor, with weight 0, or when the mix would have no direction."""
+    mine = np.asarray(own, dtype=np.float64)
+    if predecessor is None or weight <= 0:
+        return _floats(own)
+    before = np.asarray(predecessor, dtype=np.float64)
+    if before.shape != mine.shape:
+        return _floats(own)
+    mixed = mine + weight * before
+    norm = float(np.linalg.norm(mixed))
+    if not np.isfinite(norm) or norm == 0.0:
+        return _floats(own)
+    return _floats(mixed / norm)
+
+
+def effective_time(node: MemoryNode) -> datetime:
+    """When a record was said: its event time, else its creation."""
+    return node.event_time or node.created_at
+
+
+def _order(node: MemoryNode) -> tuple[datetime, str]:
+    # Predecessors are compared by effective time, then node id: the rule of the index lookup.
+    return (effective_time(node), node.id)
+
+
+def _batch_predecessors(nodes: Sequence[MemoryNode]) -> dict[int, int]:
+    """For each node with a session, the position of the latest earlier node of its owner
+    and session in the same batch (equal times are not earlier; ties: greatest node id)."""
+    sessions: dict[tuple[str, str, str], list[int]] = {}
+    for i, node in enumerate(nodes):
+        if node.session_id is not None:
+            key = (node.tenant_id, node.owner_id, node.session_id)
+            sessions.setdefault(key, []).append(i)
+    found: dict[int, int] = {}
+    for members in sessions.values():
+        members.sort(key=lambda i: _order(nodes[i]))
+        times = [effective_time(nodes[i]) for i in members]
+        for i in members:
+            earlier = bisect_left(times, effective_time(nodes[i]))
+            if earlier:
+                found[i] = members[earlier - 1]
+    return found
+
+
+def session_predecessors(
+    deps: EngineDeps, nodes: Sequence[MemoryNode], own: Sequence[tuple[float, ...]]
+) -> list[tuple[float, ...] | None]:
+    """The own vector of the record said just before each node in its session, if any.
+
+    The latest earlier record among this batch and the index: a batch need not hold every
+    record of a session (a reindex of some records, a late turn), and a record must get the
+    same vector whatever batch it is indexed in. One index lookup per node with a session."""
+    result: list[tuple[float, ...] | None] = [None] * len(nodes)
+    if deps.config.vector_session_context <= 0:
+        return result
+    model_key = deps.embedder.model.key
+    in_batch = _batch_predecessors(nodes)
+    batch_ids = {node.id for node in nodes}
+    # Index answers that compete with a batch candidate: the later of the two wins.
+    contested: dict[int, str] = {}
+    for i, node in enumerate(nodes):
+        if node.session_id is None:
+            continue
+        found = deps.index.session_predecessor(
+            _owner_of(node), node.session_id, effective_time(node), model_key
+        )
+        batch = in_batch.get(i)
+        if found is None or found[0] in batch_ids:
+            # Nothing indexed, or an older copy of a node of this batch: the batch's
+            # candidate is at least as late and its vector is fresh.
+            result[i] = own[batch] if batch is not None else None
+        else:
+            result[i] = found[1]
+            if batch is not None:
+                contested[i] = found[0]
+    indexed = _ledger_orders(deps, nodes, contested)
+    for i, node_id in contested.items():
+        batch = in_batch[i]
+        order = indexed.get((_owner_of(nodes[i]), node_id))
+        # A document whose node was never committed (a failed store) loses to the batch.
+        if order is None or order < _order(nodes[batch]):
+            result[i] = own[batch]
+    return result
+
+
+def _owner_of(node: MemoryNode) -> OwnerKey:
+    return OwnerKey(tenant_id=node.tenant_id, owner_id=node.owner_id)
+
+
+def _ledger_orders(
+    deps: EngineDeps, nodes: Sequence[MemoryNode], wanted: dict[int, str]
+) -> dict[tuple[OwnerKey, str], tuple[datetime, str]]:
+    """The (effective time, id) of indexed predecessors, read from the ledger per owner."""
+    by_owner: dict[OwnerKey, set[str]] = {}
+    for i, node_id in wanted.items():
+        by_owner.setdefault(_owner_of(nodes[i]), set()).add(node_id)
+    return {
+        (owner, node_id): _order(node)
+        for owner, node_ids in by_owner.items()
+        for node_id, node in deps.ledger.get_nodes(owner, sorted(node_ids)).items()
+    }
+
+
 def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     """Embed and index nodes; the failure category when a dependency is down, else None."""
     if not nodes:
         return None
     try:
         policy = deps.config.vector_text
-        vectors = deps.embedder.embed([vector_text(node, policy) for node in nodes])
+        embedded = deps.embedder.embed([vector_text(node, policy) for node in nodes])
+        own = [_floats(vector) for vector in embedded]
+        before = session_predecessors(deps, nodes, own)
+        weight = deps.config.vector_session_context
         model_key = deps.embedder.model.key
         deps.index.upsert(
             [
-                index_document(node, vector, model_key)
-                for node, vector in zip(nodes, vectors, strict=True)
+                index_document(
+                    node,
+                    session_context_vector(vector, previous, weight),
+                    model_key,
+                    content_vector=vector,
+                )
+                for node, vector, previous in zip(nodes, own, before, strict=True)
             ]
         )
     except EmbeddingUnavailableError:

@@ -161,6 +161,8 @@ def retrieve_memories(
         tie_break=config.scoring.rrf_tie_break,
         current_state=asks_for_current_state(request.query),
         speaker_boost=config.scoring.speaker_boost,
+        session_neighbour_weight=config.scoring.session_neighbour_weight,
+        session_neighbour_span=config.scoring.session_neighbour_span,
     )
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
@@ -171,6 +173,7 @@ def retrieve_memories(
                 candidates.ranks[nid],
                 (node.event_time or node.created_at).timestamp(),
                 {"speaker_named": 1.0} if node.speaker in named else {},
+                node.session_id,
             )
             for nid, node in candidates.nodes.items()
         ],
@@ -239,6 +242,7 @@ def retrieve_memories(
             token_counter=deps.token_counter.name,
             fill_budget=fill_budget,
             vector_text=config.vector_text,
+            vector_session_context=config.vector_session_context,
         ),
         backend_failures=candidates.failures,
         candidates=_receipt_candidates(fused, candidates, selection),
@@ -367,6 +371,7 @@ def _receipt_candidates(
             content_sha256=candidates.nodes[c.node_id].content_sha256,
             time=c.time,
             features=c.features,
+            session_id=c.session,
             ranks=c.ranks,
             channel_scores=candidates.scores.get(c.node_id, {}),
             semantic_relevance=candidates.semantic.get(c.node_id),

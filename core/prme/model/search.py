@@ -33,7 +33,11 @@ class IndexDocument(BaseModel):
     owner_id: str
     node_id: str
     text: str
+    # What vector search compares against: the record's own embedding, mixed with the one
+    # said just before it in its session when session context is on.
     vector: tuple[float, ...] | None = None
+    # The record's own embedding alone: what the next record of the session mixes in.
+    content_vector: tuple[float, ...] | None = None
     embedding_model: str | None = None
     node_type: NodeType
     source_type: SourceType

@@ -1,4 +1,8 @@
-"""Reciprocal rank fusion with a recency boost and an event-time tie-break.
+"""Reciprocal rank fusion, query-dependent adjustments, and an event-time tie-break.
+
+The score of a candidate is its RRF score, then in order: the named-speaker boost, the
+session-neighbour term (a share of the best base score among the candidates said just
+before or after it in the same session), and the recency boost for current-state queries.
 
 Live retrieval and receipt replay both call `fuse`, so a replay recomputes exactly the
 arithmetic that produced the saved order.
@@ -24,6 +28,11 @@ class FusionConfig(BaseModel):
     current_state: bool = False
     # Multiplier bonus for a candidate spoken by a person the query names (0 disables).
     speaker_boost: float = 0.0
+    # Share of the best score among a candidate's session neighbours added to its own
+    # (0 disables); neighbours are the `session_neighbour_span` candidates before and after
+    # it in time within the same session.
+    session_neighbour_weight: float = 0.0
+    session_neighbour_span: int = 2
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,7 @@ class FusionInput:
     time: float | None
     # Query-dependent facts about the candidate, e.g. {"speaker_named": 1.0}; saved in receipts.
     features: Mapping[str, float] = field(default_factory=dict)
+    session: str | None = None
 
 
 @dataclass
@@ -46,6 +56,7 @@ class FusedCandidate:
     score: float
     adjustments: list[dict[str, float | str]] = field(default_factory=list)
     features: dict[str, float] = field(default_factory=dict)
+    session: str | None = None
 
     @property
     def rrf_score(self) -> float:
@@ -72,6 +83,7 @@ def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedC
             rrf_terms={ch: 1.0 / (config.rrf_k + rank) for ch, rank in c.ranks.items()},
             score=0.0,
             features=dict(c.features),
+            session=c.session,
         )
         for c in candidates
     ]
@@ -83,10 +95,42 @@ def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedC
                 factor = 1.0 + config.speaker_boost
                 candidate.score *= factor
                 candidate.adjustments.append({"op": "speaker_named", "coefficient": factor})
+    if config.session_neighbour_weight > 0 and config.session_neighbour_span > 0:
+        _add_session_neighbours(
+            fused, config.session_neighbour_weight, config.session_neighbour_span
+        )
     if config.current_state and config.recency_boost > 0:
         _apply_recency_boost(fused, config.recency_boost)
     fused.sort(key=lambda c: _order_key(c, config))
     return fused
+
+
+def _add_session_neighbours(fused: list[FusedCandidate], weight: float, span: int) -> None:
+    """A record said next to a strong match is likely part of the same exchange: the
+    question it answers, or the answer to it. Each candidate gains `weight` times the best
+    score among the `span` candidates before and after it (by time) in its session. Scores
+    are read before any candidate gains, so the order of updates does not matter."""
+    by_session: dict[str, list[FusedCandidate]] = {}
+    for candidate in fused:
+        if candidate.session is not None and candidate.time is not None:
+            by_session.setdefault(candidate.session, []).append(candidate)
+    gains: list[tuple[FusedCandidate, str, float]] = []
+    for members in by_session.values():
+        members.sort(key=lambda c: (c.time or 0.0, c.node_id))
+        for position, candidate in enumerate(members):
+            around = (
+                members[max(0, position - span) : position]
+                + members[position + 1 : position + 1 + span]
+            )
+            if around:
+                # Ties go to the earliest neighbour, so the choice is reproducible.
+                best = max(around, key=lambda c: c.score)
+                gains.append((candidate, best.node_id, weight * best.score))
+    for candidate, neighbour_id, term in gains:
+        candidate.score += term
+        candidate.adjustments.append(
+            {"op": "session_neighbour", "neighbour": neighbour_id, "term": term}
+        )
 
 
 def _apply_recency_boost(fused: list[FusedCandidate], boost: float) -> None:

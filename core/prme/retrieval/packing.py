@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Literal
 
 from prme.model.canonical import sha256_text
@@ -31,6 +32,7 @@ class PackedContext:
 
 
 PackingLayout = Literal["sessions", "ranked"]
+_NO_GROUP = (date.min, "")
 
 
 def render_record(
@@ -68,15 +70,14 @@ def _record_parts(
     return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')}", f" {text}"
 
 
-def _group_of(node: MemoryNode) -> tuple[str, str]:
+def _group_of(node: MemoryNode) -> tuple[date, str]:
     """Records of one day and session share a header that carries their date once."""
-    when = node.event_time or node.created_at
-    return when.strftime("%Y-%m-%d"), node.session_id or ""
+    return (node.event_time or node.created_at).date(), node.session_id or ""
 
 
-def _header(group: tuple[str, str]) -> str:
+def _header(group: tuple[date, str]) -> str:
     day, session = group
-    return f"[{day} {session}]" if session else f"[{day}]"
+    return f"[{day.isoformat()} {session}]" if session else f"[{day.isoformat()}]"
 
 
 def pack_context(
@@ -100,7 +101,7 @@ def pack_context(
     excluded: list[ExcludedCandidate] = []
     lines: dict[str, str] = {}
     first_ref_by_text: dict[str, str] = {}
-    groups_open: set[tuple[str, str]] = set()
+    groups_open: set[tuple[date, str]] = set()
     admitted: list[MemoryNode] = []
     used = 0
     for node in ranked:
@@ -120,7 +121,7 @@ def pack_context(
         line = head + body
         # A newline separates records; count it against the budget too.
         cost = counter.count(head) + (counter.count(body) if body else 0) + (1 if entries else 0)
-        group = _group_of(node) if grouped else ("", "")
+        group = _group_of(node) if grouped else _NO_GROUP
         if grouped and group not in groups_open:
             cost += counter.count(_header(group)) + 1
         if used + cost > token_budget:
@@ -146,7 +147,7 @@ def pack_context(
 
 def _render(admitted: Sequence[MemoryNode], lines: dict[str, str]) -> str:
     moment = {n.id: (n.event_time or n.created_at).timestamp() for n in admitted}
-    by_group: dict[tuple[str, str], list[MemoryNode]] = {}
+    by_group: dict[tuple[date, str], list[MemoryNode]] = {}
     for node in admitted:
         by_group.setdefault(_group_of(node), []).append(node)
     out: list[str] = []

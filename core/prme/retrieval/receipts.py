@@ -26,6 +26,8 @@ class ReceiptCandidate(BaseModel):
     ranks: dict[str, int]
     # Query-dependent inputs of the fusion (e.g. speaker_named); empty in older receipts.
     features: dict[str, float] = Field(default_factory=dict)
+    # Its session, which the session-neighbour term reads; None in older receipts.
+    session_id: str | None = None
     channel_scores: dict[str, float]
     semantic_relevance: float | None
     score: float
@@ -59,6 +61,9 @@ class ReceiptConfig(BaseModel):
     fill_budget: bool = False
     # What the vector channel embedded for each record ("content" in older receipts).
     vector_text: str = "content"
+    # The weight of the previous record of the session in each indexed vector (0 in older
+    # receipts: each record's own embedding).
+    vector_session_context: float = 0.0
 
 
 class ReceiptContext(BaseModel):
@@ -93,7 +98,10 @@ class RetrievalReceipt(BaseModel):
 
     def replay_ranking(self) -> list[str]:
         """Recompute the fused order of every candidate from the saved ranks and config alone."""
-        inputs = [FusionInput(c.node_id, c.ranks, c.time, c.features) for c in self.candidates]
+        inputs = [
+            FusionInput(c.node_id, c.ranks, c.time, c.features, c.session_id)
+            for c in self.candidates
+        ]
         return [c.node_id for c in fuse(inputs, self.config.fusion)]
 
     def saved_ranking(self) -> list[str]:

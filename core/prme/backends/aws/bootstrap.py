@@ -59,8 +59,13 @@ def ensure_queues(sqs: Any, prefix: str) -> dict[str, str]:
 
 
 def ensure_index(opensearch: Any, alias: str, dimension: int, *, replicas: int = 0) -> bool:
-    """Create the versioned index behind `alias` unless the alias exists."""
+    """Create the versioned index behind `alias` unless the alias exists.
+
+    An index that exists already gets the fields added to the mapping since it was created."""
     if opensearch.indices.exists_alias(name=alias):
+        opensearch.indices.put_mapping(
+            index=alias, body={"properties": resources.added_properties()}
+        )
         return False
     name = resources.index_name(alias)
     if not opensearch.indices.exists(index=name):

@@ -5,14 +5,18 @@ Also builds the opensearch-py client for a local node (plain HTTP) or Amazon Ope
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
 from opensearchpy.exceptions import OpenSearchException
 
-from prme.backends.aws.resources import VECTOR_FIELD
+from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
@@ -23,6 +27,10 @@ _MILLISECOND = timedelta(milliseconds=1)
 _NO_MODEL = "__prme_no_model__"
 # Two buckets suffice to see a second model; a few more make the response easier to debug.
 _MODEL_BUCKETS = 5
+# How long this process remembers its own writes of session records for `session_predecessor`:
+# a search sees a write only after the next refresh (1 s by default), this covers the gap.
+_RECENT_SECONDS = 10.0
+_RECENT_MAX = 500
 
 Query = dict[str, Any]
 
@@ -55,6 +63,9 @@ def to_source(doc: IndexDocument) -> dict[str, Any]:
     }
     if doc.vector is not None:
         source[VECTOR_FIELD] = list(doc.vector)
+    # Stored only when it differs from the vector; readers fall back to the vector.
+    if doc.content_vector is not None and doc.content_vector != doc.vector:
+        source[CONTENT_VECTOR_FIELD] = list(doc.content_vector)
     if doc.embedding_model is not None:
         source["embedding_model"] = doc.embedding_model
     if doc.session_id is not None:
@@ -132,6 +143,73 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(x @ y) / norm if norm else None
 
 
+@dataclass(frozen=True)
+class _Said:
+    """One session record as `session_predecessor` compares it."""
+
+    effective: int
+    node_id: str
+    model: str | None
+    vector: tuple[float, ...] | None
+
+    @property
+    def order(self) -> tuple[int, str]:
+        return (self.effective, self.node_id)
+
+
+class RecentSessionWrites:
+    """Session records this process wrote in the last few seconds.
+
+    Without a refresh on write, a document becomes searchable only at the next refresh, so a
+    reply stored right after its question would not find it; the records written here fill
+    that gap within one process (another process's writes still wait for the refresh)."""
+
+    def __init__(self, keep_seconds: float = _RECENT_SECONDS, limit: int = _RECENT_MAX) -> None:
+        self._keep = keep_seconds
+        self._limit = limit
+        self._lock = threading.Lock()
+        # (tenant, owner, session, node id) -> (written at, record), oldest write first.
+        self._written: OrderedDict[tuple[str, str, str, str], tuple[float, _Said]] = OrderedDict()
+
+    def add(self, documents: Sequence[IndexDocument]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for doc in documents:
+                if doc.session_id is None:
+                    continue
+                key = (doc.tenant_id, doc.owner_id, doc.session_id, doc.node_id)
+                vector = doc.content_vector if doc.content_vector is not None else doc.vector
+                self._written[key] = (
+                    now,
+                    _Said(
+                        _millis(doc.event_time or doc.created_at),
+                        doc.node_id,
+                        doc.embedding_model,
+                        vector,
+                    ),
+                )
+                self._written.move_to_end(key)
+            self._prune(now)
+
+    def latest_before(self, owner: OwnerKey, session_id: str, before: int) -> _Said | None:
+        session = (owner.tenant_id, owner.owner_id, session_id)
+        with self._lock:
+            self._prune(time.monotonic())
+            earlier = [
+                said
+                for key, (_, said) in self._written.items()
+                if key[:3] == session and said.effective < before
+            ]
+        return max(earlier, key=lambda s: s.order) if earlier else None
+
+    def _prune(self, now: float) -> None:
+        while self._written:
+            written_at = next(iter(self._written.values()))[0]
+            if now - written_at <= self._keep and len(self._written) <= self._limit:
+                break
+            self._written.popitem(last=False)
+
+
 class OpenSearchIndex:
     """Implements the `SearchIndex` port on an OpenSearch alias created by `ensure_index`."""
 
@@ -139,6 +217,8 @@ class OpenSearchIndex:
         self._client = client
         self._alias = alias
         self._refresh = "true" if refresh_on_write else "false"
+        # With a refresh on every write, every write is searchable once `upsert` returns.
+        self._recent = None if refresh_on_write else RecentSessionWrites()
 
     # -- writes ------------------------------------------------------------------------
 
@@ -167,6 +247,8 @@ class OpenSearchIndex:
         ]
         if failed or response.get("errors"):
             raise IndexUnavailableError()
+        if self._recent is not None:
+            self._recent.add(documents)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -224,6 +306,50 @@ class OpenSearchIndex:
         return IndexHits(
             vector=tuple(vector), lexical=tuple(lexical), semantic=semantic, vector_failure=failure
         )
+
+    def session_predecessor(
+        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
+    ) -> tuple[str, tuple[float, ...]] | None:
+        cutoff = _millis(before)
+        body: Query = {
+            "size": 1,
+            "track_total_hits": False,
+            "query": {
+                "bool": {
+                    "filter": [
+                        *owner_clauses(owner),
+                        {"term": {"session_id": session_id}},
+                        {"range": {"effective_time": {"lt": cutoff}}},
+                    ]
+                }
+            },
+            "sort": [{"effective_time": {"order": "desc"}}, {"node_id": {"order": "desc"}}],
+            "_source": {
+                "includes": [
+                    "node_id",
+                    "embedding_model",
+                    "effective_time",
+                    VECTOR_FIELD,
+                    CONTENT_VECTOR_FIELD,
+                ]
+            },
+        }
+        try:
+            response = self._client.search(index=self._alias, body=body, routing=owner.tenant_id)
+            hits: list[Mapping[str, Any]] = response["hits"]["hits"]
+            found = [_said(hit["_source"]) for hit in hits]
+        except (OpenSearchException, KeyError, TypeError, ValueError) as exc:
+            raise IndexUnavailableError() from exc
+        if self._recent is not None:
+            recent = self._recent.latest_before(owner, session_id, cutoff)
+            if recent is not None:
+                found.append(recent)
+        if not found:
+            return None
+        last = max(found, key=lambda s: s.order)
+        if last.model != embedding_model or last.vector is None:
+            return None
+        return last.node_id, last.vector
 
     @staticmethod
     def _models_request(owner: OwnerKey) -> Query:
@@ -291,6 +417,18 @@ class OpenSearchIndex:
             },
             "_source": {"includes": ["node_id"]},
         }
+
+
+def _said(source: Mapping[str, Any]) -> _Said:
+    stored = source.get(CONTENT_VECTOR_FIELD)
+    if stored is None:
+        stored = source.get(VECTOR_FIELD)
+    return _Said(
+        effective=int(source["effective_time"]),
+        node_id=str(source["node_id"]),
+        model=source.get("embedding_model"),
+        vector=tuple(float(x) for x in stored) if stored is not None else None,
+    )
 
 
 def build_opensearch_client(

@@ -101,6 +101,14 @@ def queue_specs(prefix: str) -> dict[str, QueueSpec]:
 # -- OpenSearch -----------------------------------------------------------------------
 INDEX_VERSION = 1
 VECTOR_FIELD = "vector"
+# A record's own embedding, kept only to be read back (never searched, no doc values).
+CONTENT_VECTOR_FIELD = "content_vector"
+
+
+def added_properties() -> dict[str, Any]:
+    """Fields added to the mapping after version 1 was first created; bootstrap puts them
+    on an index that exists already (adding a field is allowed without a reindex)."""
+    return {CONTENT_VECTOR_FIELD: {"type": "float", "index": False, "doc_values": False}}
 
 
 def index_name(alias: str) -> str:
@@ -143,6 +151,7 @@ def index_body(dimension: int, *, shards: int = 1, replicas: int = 0) -> dict[st
                 "effective_time": date,
                 "created_at": date,
                 "expires_at": date,
+                **added_properties(),
             },
         },
     }

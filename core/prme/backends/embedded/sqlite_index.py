@@ -28,13 +28,19 @@ CREATE TABLE IF NOT EXISTS docs (
     node_type TEXT NOT NULL, source_type TEXT NOT NULL, epistemic_type TEXT NOT NULL,
     lifecycle_state TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
     event_time REAL, created_at REAL NOT NULL, expires_at REAL,
-    model TEXT, vector BLOB, text TEXT NOT NULL,
+    model TEXT, vector BLOB, text TEXT NOT NULL, content_vector BLOB,
     UNIQUE (tenant, owner, node_id));
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     text, tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS generations (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, generation INTEGER NOT NULL,
     PRIMARY KEY (tenant, owner)) WITHOUT ROWID;
+"""
+# The previous record of a session is one descent of this index (see `session_predecessor`).
+_SESSION_INDEX = """
+CREATE INDEX IF NOT EXISTS docs_session_time ON docs (
+    tenant, owner, session_id, COALESCE(event_time, created_at), node_id)
+    WHERE session_id IS NOT NULL;
 """
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -100,6 +106,10 @@ _STOPWORDS = frozenset(
 _FILTER_COLUMNS = ("node_type", "source_type", "epistemic_type", "lifecycle_state", "scope")
 
 
+def _blob(vector: tuple[float, ...] | None) -> bytes | None:
+    return np.asarray(vector, dtype=np.float32).tobytes() if vector is not None else None
+
+
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
 
@@ -134,6 +144,21 @@ class SqliteVectorIndex:
         self._vectors: dict[tuple[str, str], _OwnerVectors] = {}
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            self._add_content_vector_column()
+            self._conn.executescript(_SESSION_INDEX)
+
+    def _add_content_vector_column(self) -> None:
+        """Files written before content vectors existed gain the column (NULL: use `vector`)."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(docs)")}
+            if "content_vector" not in columns:
+                self._conn.execute("ALTER TABLE docs ADD COLUMN content_vector BLOB")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         with self._lock:
@@ -166,9 +191,9 @@ class SqliteVectorIndex:
                 self._vectors.pop(key, None)
 
     def _write(self, doc: IndexDocument) -> None:
-        vector = (
-            np.asarray(doc.vector, dtype=np.float32).tobytes() if doc.vector is not None else None
-        )
+        vector = _blob(doc.vector)
+        # Stored only when it differs from `vector`; the lookup falls back to `vector`.
+        content_vector = _blob(doc.content_vector) if doc.content_vector != doc.vector else None
         row = self._conn.execute(
             "SELECT rowid FROM docs WHERE tenant=? AND owner=? AND node_id=?",
             (doc.tenant_id, doc.owner_id, doc.node_id),
@@ -189,6 +214,7 @@ class SqliteVectorIndex:
             doc.embedding_model,
             vector,
             doc.text,
+            content_vector,
         )
         if row is not None:
             self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", (row[0],))
@@ -196,7 +222,7 @@ class SqliteVectorIndex:
         cursor = self._conn.execute(
             "INSERT INTO docs (tenant, owner, node_id, node_type, source_type, epistemic_type, "
             "lifecycle_state, scope, session_id, event_time, created_at, expires_at, model, "
-            "vector, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "vector, text, content_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             values,
         )
         self._conn.execute(
@@ -244,6 +270,26 @@ class SqliteVectorIndex:
             lexical=tuple(lexical),
             semantic=semantic,
             vector_failure=failure,
+        )
+
+    def session_predecessor(
+        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
+    ) -> tuple[str, tuple[float, ...]] | None:
+        with self._lock:
+            try:
+                row = self._conn.execute(
+                    "SELECT node_id, model, COALESCE(content_vector, vector) FROM docs "
+                    "WHERE tenant=? AND owner=? AND session_id=? "
+                    "AND COALESCE(event_time, created_at) < ? "
+                    "ORDER BY COALESCE(event_time, created_at) DESC, node_id DESC LIMIT 1",
+                    (owner.tenant_id, owner.owner_id, session_id, before.timestamp()),
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise IndexUnavailableError() from exc
+        if row is None or row[1] != embedding_model or row[2] is None:
+            return None
+        return str(row[0]), tuple(
+            np.frombuffer(row[2], dtype=np.float32).astype(np.float64).tolist()
         )
 
     def _lexical(self, owner: OwnerKey, query: IndexQuery) -> list[tuple[str, float]]:

@@ -325,6 +325,26 @@ class InMemoryIndex:
             vector_failure=failure,
         )
 
+    def session_predecessor(
+        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
+    ) -> tuple[str, tuple[float, ...]] | None:
+        if not self.available:
+            raise IndexUnavailableError()
+        earlier = [
+            d
+            for (tenant, owner_id, _), d in self.documents.items()
+            if (tenant, owner_id) == (owner.tenant_id, owner.owner_id)
+            and d.session_id == session_id
+            and (d.event_time or d.created_at) < before
+        ]
+        if not earlier:
+            return None
+        last = max(earlier, key=lambda d: (d.event_time or d.created_at, d.node_id))
+        vector = last.content_vector if last.content_vector is not None else last.vector
+        if last.embedding_model != embedding_model or vector is None:
+            return None
+        return last.node_id, vector
+
 
 def _bm25(text: str, docs: Sequence[IndexDocument]) -> list[tuple[str, float]]:
     terms = set(_WORD.findall(text.lower()))

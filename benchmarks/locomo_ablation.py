@@ -1,0 +1,120 @@
+"""Ablation of the retrieval-quality techniques on LoCoMo: each row turns one off.
+
+Run: `.venv/bin/python -m benchmarks.locomo_ablation [--quick] [--only NAME,...]
+[--json PATH]`. Every row is one full `benchmarks.locomo_evidence` run in a fresh process
+with one setting changed through its environment variable, so nothing else differs
+between rows. The rows run one after another (never in parallel: latencies would
+interfere). Prints a table and writes JSON with every row's overall numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+DEFAULT_JSON = Path("benchmarks/results/locomo_ablation.json")
+
+# (name, what it turns off, environment overrides)
+ROWS: list[tuple[str, str, dict[str, str]]] = [
+    ("default", "everything on", {}),
+    ("no_fill", "results capped at 10", {"PRME_RETRIEVAL__DEFAULT_LIMIT": "10"}),
+    ("no_speaker_vector", "text-only vectors", {"PRME_VECTOR_TEXT": "content"}),
+    ("no_session_vector", "no session-context vectors", {"PRME_VECTOR_SESSION_CONTEXT": "0"}),
+    ("no_speaker_boost", "no speaker boost", {"PRME_SCORING__SPEAKER_BOOST": "0"}),
+    (
+        "no_neighbours",
+        "no session-neighbour term",
+        {"PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0"},
+    ),
+    ("rrf_k_60", "rrf_k 60 instead of 20", {"PRME_SCORING__RRF_K": "60"}),
+    ("ranked_layout", "ranked layout", {"PRME_PACKING__READER_LAYOUT": "ranked"}),
+    (
+        "all_off",
+        "all off (the starting point)",
+        {
+            "PRME_RETRIEVAL__DEFAULT_LIMIT": "10",
+            "PRME_VECTOR_TEXT": "content",
+            "PRME_VECTOR_SESSION_CONTEXT": "0",
+            "PRME_SCORING__SPEAKER_BOOST": "0",
+            "PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0",
+            "PRME_SCORING__RRF_K": "60",
+            "PRME_PACKING__READER_LAYOUT": "ranked",
+        },
+    ),
+]
+
+
+def run_row(env_overrides: dict[str, str], quick: bool, extra: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ablation-") as tmp:
+        out = Path(tmp) / "row.json"
+        command = [sys.executable, "-m", "benchmarks.locomo_evidence", "--json", str(out)]
+        command += ["--quick"] if quick else []
+        command += extra
+        # Settings from the caller's environment would blur the rows: start from defaults.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PRME_")}
+        env.update(env_overrides)
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+        results: dict[str, Any] = json.loads(out.read_text())
+    overall = results["categories"]["overall"]
+    return {
+        "all_in_context_pct": overall["all_evidence_in_context_pct"],
+        "multi_hop_pct": results["categories"]["1 multi-hop"].get("all_evidence_in_context_pct"),
+        "top10_pct": overall["all_evidence_in_top10_pct"],
+        "context_tokens_mean": overall["context_tokens_mean"],
+        "retrieve_p50_ms": overall["retrieve_p50_ms"],
+        "stores_per_s": results["store"]["stores_per_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default=None, help="row names, e.g. default,no_neighbours")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    parser.add_argument("--data", default=None, help="passed on to locomo_evidence")
+    args = parser.parse_args()
+    wanted = set(args.only.split(",")) if args.only else None
+    extra = ["--data", args.data] if args.data else []
+    rows: list[dict[str, Any]] = []
+    baseline: dict[str, Any] | None = None
+    print(
+        f"{'configuration':32} {'in ctx':>7} {'diff':>6} {'multi':>6} {'top10':>6} "
+        f"{'tokens':>7} {'p50 ms':>7} {'store/s':>8}"
+    )
+    for name, label, overrides in ROWS:
+        if wanted is not None and name not in wanted:
+            continue
+        print(f"  running {name} ...", file=sys.stderr, flush=True)
+        row = {
+            "name": name,
+            "label": label,
+            "env": overrides,
+            **run_row(overrides, args.quick, extra),
+        }
+        if name == "default":
+            baseline = row
+        diff = row["all_in_context_pct"] - baseline["all_in_context_pct"] if baseline else 0.0
+        row["diff_vs_default"] = diff if baseline else None
+        rows.append(row)
+        print(
+            f"{label:32} {row['all_in_context_pct']:6.1f}% {diff:+6.1f} "
+            f"{row['multi_hop_pct'] or 0:5.1f}% {row['top10_pct']:5.1f}% "
+            f"{row['context_tokens_mean']:7.0f} {row['retrieve_p50_ms']:7.1f} "
+            f"{row['stores_per_s']:8.1f}",
+            flush=True,
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"quick": args.quick, "rows": rows}, indent=2))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
