@@ -30,6 +30,8 @@ class ScoringConfig(BaseModel):
     rrf_tie_break: str = Field(default="event_time", pattern="^(event_time|none)$")
     # Records spoken by someone the query names score this much more (2.0: three times).
     speaker_boost: float = Field(default=2.0, ge=0.0, le=10.0)
+    # Records said on a day, month or year the query names score this much more.
+    time_mention_boost: float = Field(default=1.0, ge=0.0, le=10.0)
     # A share of the best score among the candidates said around a record in its session.
     session_neighbour_weight: float = Field(default=0.2, ge=0.0, le=1.0)
     session_neighbour_span: int = Field(default=2, ge=0, le=10)

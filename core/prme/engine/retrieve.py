@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime
+from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.errors import EmbeddingUnavailableError, PrmeError
@@ -20,12 +21,15 @@ from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
 from prme.retrieval.fusion import FusedCandidate, FusionConfig, FusionInput, fuse
 from prme.retrieval.packing import PackedContext, pack_context
-from prme.retrieval.query_analysis import asks_for_current_state, named_speakers
+from prme.retrieval.query_analysis import (
+    asks_for_current_state,
+    mentioned_periods,
+    named_speakers,
+)
 from prme.retrieval.receipts import (
     RECEIPT_OPERATION,
     RECEIPT_SCHEMA_VERSION,
     RECEIPT_SCHEMA_VERSION_UNFOLDED,
-    ReceiptCandidate,
     ReceiptConfig,
     ReceiptContext,
     RetrievalReceipt,
@@ -161,18 +165,20 @@ def retrieve_memories(
         tie_break=config.scoring.rrf_tie_break,
         current_state=asks_for_current_state(request.query),
         speaker_boost=config.scoring.speaker_boost,
+        time_mention_boost=config.scoring.time_mention_boost,
         session_neighbour_weight=config.scoring.session_neighbour_weight,
         session_neighbour_span=config.scoring.session_neighbour_span,
     )
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
+    periods = mentioned_periods(request.query)
     fused = fuse(
         [
             FusionInput(
                 nid,
                 candidates.ranks[nid],
                 (node.event_time or node.created_at).timestamp(),
-                {"speaker_named": 1.0} if node.speaker in named else {},
+                _query_features(node, named, periods),
                 node.session_id,
             )
             for nid, node in candidates.nodes.items()
@@ -245,7 +251,8 @@ def retrieve_memories(
             vector_session_context=config.vector_session_context,
         ),
         backend_failures=candidates.failures,
-        candidates=_receipt_candidates(fused, candidates, selection),
+        # Written into the saved payload below as plain rows: see `_receipt_candidate_rows`.
+        candidates=[],
         returned_node_ids=[r.node_id for r in results],
         context=ReceiptContext(
             context_sha256=packed.context_sha256,
@@ -255,7 +262,9 @@ def retrieve_memories(
             visible_value_bindings=bundle.visible_value_bindings,
         ),
     )
-    persisted = save_receipt(deps, owner, receipt)
+    persisted = save_receipt(
+        deps, owner, receipt, candidate_rows=_receipt_candidate_rows(fused, candidates, selection)
+    )
     finished = time.perf_counter()
     metrics = RetrievalMetrics(
         request_id=request_id,
@@ -284,8 +293,32 @@ def retrieve_memories(
     )
 
 
-def save_receipt(deps: EngineDeps, owner: OwnerKey, receipt: RetrievalReceipt) -> bool:
-    """Journal the receipt; a failure to save it never fails the retrieval."""
+def _query_features(
+    node: MemoryNode, named: set[str], periods: list[tuple[date, date]]
+) -> dict[str, float]:
+    """What the query says about this candidate; saved in the receipt, read by fusion."""
+    features: dict[str, float] = {}
+    if node.speaker in named:
+        features["speaker_named"] = 1.0
+    if periods:
+        day = (node.event_time or node.created_at).astimezone(UTC).date()
+        if any(start <= day < end for start, end in periods):
+            features["time_mentioned"] = 1.0
+    return features
+
+
+def save_receipt(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    receipt: RetrievalReceipt,
+    *,
+    candidate_rows: list[dict[str, Any]] | None = None,
+) -> bool:
+    """Journal the receipt; a failure to save it never fails the retrieval. `candidate_rows`
+    (JSON-ready `ReceiptCandidate` fields) replace the receipt's candidates when given."""
+    payload = receipt.model_dump(mode="json")
+    if candidate_rows is not None:
+        payload["candidates"] = candidate_rows
     try:
         deps.ledger.append_journal(
             JournalRecord.build(
@@ -294,7 +327,7 @@ def save_receipt(deps: EngineDeps, owner: OwnerKey, receipt: RetrievalReceipt) -
                 operation=RECEIPT_OPERATION,
                 subject_id=receipt.request_id,
                 created_at=receipt.created_at,
-                payload=receipt.model_dump(mode="json"),
+                payload=payload,
             )
         )
     except PrmeError:
@@ -362,24 +395,31 @@ def _results(
     ]
 
 
-def _receipt_candidates(
+def _receipt_candidate_rows(
     fused: list[FusedCandidate], candidates: Candidates, selection: Selection
-) -> list[ReceiptCandidate]:
-    return [
-        ReceiptCandidate.model_construct(
-            node_id=c.node_id,
-            content_sha256=candidates.nodes[c.node_id].content_sha256,
-            time=c.time,
-            features=c.features,
-            session_id=c.session,
-            ranks=c.ranks,
-            channel_scores=candidates.scores.get(c.node_id, {}),
-            semantic_relevance=candidates.semantic.get(c.node_id),
-            score=c.score,
-            # The spec asks provenance of returned candidates; the rest replay from their ranks.
-            score_provenance=c.provenance() if c.node_id not in selection.excluded else {},
-            evidence_refs=list(candidates.nodes[c.node_id].evidence_refs),
-            outcome=selection.excluded.get(c.node_id, "returned"),
+) -> list[dict[str, Any]]:
+    """Every fused candidate as the saved receipt holds it: the fields of `ReceiptCandidate`
+    as JSON values. Plain rows, because building and dumping a model per candidate (about
+    250 of them when the budget is filled) was a sizeable share of retrieval time; reads
+    validate them as `ReceiptCandidate`, as every saved receipt is."""
+    rows: list[dict[str, Any]] = []
+    for c in fused:
+        node = candidates.nodes[c.node_id]
+        rows.append(
+            {
+                "node_id": c.node_id,
+                "content_sha256": node.content_sha256,
+                "time": c.time,
+                "features": c.features,
+                "session_id": c.session,
+                "ranks": c.ranks,
+                "channel_scores": candidates.scores.get(c.node_id, {}),
+                "semantic_relevance": candidates.semantic.get(c.node_id),
+                "score": c.score,
+                # The spec asks provenance of returned candidates; the rest replay from ranks.
+                "score_provenance": c.provenance() if c.node_id not in selection.excluded else {},
+                "evidence_refs": list(node.evidence_refs),
+                "outcome": selection.excluded.get(c.node_id, "returned"),
+            }
         )
-        for c in fused
-    ]
+    return rows

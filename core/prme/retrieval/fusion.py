@@ -1,7 +1,7 @@
 """Reciprocal rank fusion, query-dependent adjustments, and an event-time tie-break.
 
 The score of a candidate is its RRF score, then in order: the named-speaker boost, the
-session-neighbour term (a share of the best base score among the candidates said just
+mentioned-date boost, the session-neighbour term (a share of the best base score among the candidates said just
 before or after it in the same session), and the recency boost for current-state queries.
 
 Live retrieval and receipt replay both call `fuse`, so a replay recomputes exactly the
@@ -28,6 +28,8 @@ class FusionConfig(BaseModel):
     current_state: bool = False
     # Multiplier bonus for a candidate spoken by a person the query names (0 disables).
     speaker_boost: float = 0.0
+    # Multiplier bonus for a candidate said within a calendar period the query names.
+    time_mention_boost: float = 0.0
     # Share of the best score among a candidate's session neighbours added to its own
     # (0 disables); neighbours are the `session_neighbour_span` candidates before and after
     # it in time within the same session.
@@ -89,12 +91,12 @@ def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedC
     ]
     for candidate in fused:
         candidate.score = candidate.rrf_score
-    if config.speaker_boost > 0:
-        for candidate in fused:
-            if candidate.features.get("speaker_named", 0.0) > 0:
-                factor = 1.0 + config.speaker_boost
-                candidate.score *= factor
-                candidate.adjustments.append({"op": "speaker_named", "coefficient": factor})
+    for feature, boost in (
+        ("speaker_named", config.speaker_boost),
+        ("time_mentioned", config.time_mention_boost),
+    ):
+        if boost > 0:
+            _apply_feature_boost(fused, feature, boost)
     if config.session_neighbour_weight > 0 and config.session_neighbour_span > 0:
         _add_session_neighbours(
             fused, config.session_neighbour_weight, config.session_neighbour_span
@@ -103,6 +105,15 @@ def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedC
         _apply_recency_boost(fused, config.recency_boost)
     fused.sort(key=lambda c: _order_key(c, config))
     return fused
+
+
+def _apply_feature_boost(fused: list[FusedCandidate], feature: str, boost: float) -> None:
+    """Candidates with the query-dependent `feature` score `1 + boost` times as much."""
+    factor = 1.0 + boost
+    for candidate in fused:
+        if candidate.features.get(feature, 0.0) > 0:
+            candidate.score *= factor
+            candidate.adjustments.append({"op": feature, "coefficient": factor})
 
 
 def _add_session_neighbours(fused: list[FusedCandidate], weight: float, span: int) -> None:
