@@ -27,6 +27,7 @@ ROWS: list[tuple[str, str, dict[str, str]]] = [
     ("no_speaker_vector", "text-only vectors", {"PRME_VECTOR_TEXT": "content"}),
     ("no_session_vector", "no session-context vectors", {"PRME_VECTOR_SESSION_CONTEXT": "0"}),
     ("no_speaker_boost", "no speaker boost", {"PRME_SCORING__SPEAKER_BOOST": "0"}),
+    ("no_time_mention", "no mentioned-date boost", {"PRME_SCORING__TIME_MENTION_BOOST": "0"}),
     (
         "no_neighbours",
         "no session-neighbour term",
@@ -42,6 +43,7 @@ ROWS: list[tuple[str, str, dict[str, str]]] = [
             "PRME_VECTOR_TEXT": "content",
             "PRME_VECTOR_SESSION_CONTEXT": "0",
             "PRME_SCORING__SPEAKER_BOOST": "0",
+            "PRME_SCORING__TIME_MENTION_BOOST": "0",
             "PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0",
             "PRME_SCORING__RRF_K": "60",
             "PRME_PACKING__READER_LAYOUT": "ranked",

@@ -185,6 +185,16 @@ class SearchIndex(Protocol):
         document's embedding model is not `embedding_model`. Raises IndexUnavailableError."""
         ...
 
+    def session_predecessors(
+        self,
+        owner: OwnerKey,
+        lookups: Sequence[tuple[str, datetime]],
+        embedding_model: str,
+    ) -> list[tuple[str, tuple[float, ...]] | None]:
+        """`session_predecessor` for each `(session_id, before)`, in order: one round trip
+        where the backend allows it, so indexing a batch does not cost a query per record."""
+        ...
+
 
 class WorkQueue(Protocol):
     """Where pending work is announced after commit; losing a message loses nothing."""

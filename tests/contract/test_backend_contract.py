@@ -48,6 +48,16 @@ class SwitchableIndex:
         )
         return found
 
+    def session_predecessors(
+        self, owner: OwnerKey, lookups: list[tuple[str, datetime]], embedding_model: str
+    ) -> list[tuple[str, tuple[float, ...]] | None]:
+        if self.down:
+            raise IndexUnavailableError()
+        found: list[tuple[str, tuple[float, ...]] | None] = self.inner.session_predecessors(
+            owner, lookups, embedding_model
+        )
+        return found
+
 
 def test_store_then_read_event_nodes_and_status(any_backend: Harness) -> None:
     h = any_backend

@@ -180,6 +180,22 @@ def test_predecessor_is_the_latest_earlier_record_of_that_session(
     expect(h.index.session_predecessor(OTHER_TENANT_ALICE, "s1", at(9), model), "j", v["j"])
     assert h.index.session_predecessor(BOB, "s2", at(9), model) is None
 
+    # The batch form answers each lookup in order, as the single form does.
+    lookups = [("s1", at(2)), ("s1", at(0)), ("s2", at(2)), ("s9", at(9)), ("s1", at(1))]
+    assert h.index.session_predecessors(ALICE, lookups, model) == [
+        h.index.session_predecessor(ALICE, session, before, model) for session, before in lookups
+    ]
+    assert [
+        found and found[0] for found in h.index.session_predecessors(ALICE, lookups, model)
+    ] == [
+        "b",
+        None,
+        "g",
+        None,
+        "c",
+    ]
+    assert h.index.session_predecessors(ALICE, [], model) == []
+
 
 def test_predecessor_ties_go_to_the_greatest_node_id_and_any_state_counts(
     any_backend: Harness, rng: np.random.Generator
@@ -231,6 +247,9 @@ class _DownClient:
     def search(self, **_: Any) -> Any:
         raise OpenSearchConnectionError("N/A", "down", Exception("down"))
 
+    def msearch(self, **_: Any) -> Any:
+        raise OpenSearchConnectionError("N/A", "down", Exception("down"))
+
 
 def _down_index(kind: str, tmp_path: Path) -> SearchIndex:
     if kind == "memory":
@@ -248,6 +267,8 @@ def _down_index(kind: str, tmp_path: Path) -> SearchIndex:
 def test_a_failed_lookup_raises_index_unavailable(kind: str, tmp_path: Path) -> None:
     with pytest.raises(IndexUnavailableError):
         _down_index(kind, tmp_path).session_predecessor(ALICE, "s1", T0, "m@1/4")
+    with pytest.raises(IndexUnavailableError):
+        _down_index(kind, tmp_path).session_predecessors(ALICE, [("s1", T0)], "m@1/4")
 
 
 # -- the engine: what gets indexed -----------------------------------------------------
@@ -436,9 +457,9 @@ def test_a_failed_predecessor_lookup_leaves_the_work_pending(any_backend: Harnes
     say(h, QUESTION, 0)
 
     class LookupDown(SwitchableIndex):
-        def session_predecessor(
-            self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
-        ) -> tuple[str, tuple[float, ...]] | None:
+        def session_predecessors(
+            self, owner: OwnerKey, lookups: list[tuple[str, datetime]], embedding_model: str
+        ) -> list[tuple[str, tuple[float, ...]] | None]:
             raise IndexUnavailableError()
 
     deps = h.engine.deps

@@ -163,7 +163,7 @@ def session_predecessors(
 
     The latest earlier record among this batch and the index: a batch need not hold every
     record of a session (a reindex of some records, a late turn), and a record must get the
-    same vector whatever batch it is indexed in. One index lookup per node with a session."""
+    same vector whatever batch it is indexed in. One batched index lookup per owner."""
     result: list[tuple[float, ...] | None] = [None] * len(nodes)
     if deps.config.vector_session_context <= 0:
         return result
@@ -172,12 +172,7 @@ def session_predecessors(
     batch_ids = {node.id for node in nodes}
     # Index answers that compete with a batch candidate: the later of the two wins.
     contested: dict[int, str] = {}
-    for i, node in enumerate(nodes):
-        if node.session_id is None:
-            continue
-        found = deps.index.session_predecessor(
-            _owner_of(node), node.session_id, effective_time(node), model_key
-        )
+    for i, found in _indexed_predecessors(deps, nodes, model_key).items():
         batch = in_batch.get(i)
         if found is None or found[0] in batch_ids:
             # Nothing indexed, or an older copy of a node of this batch: the batch's
@@ -195,6 +190,22 @@ def session_predecessors(
         if order is None or order < _order(nodes[batch]):
             result[i] = own[batch]
     return result
+
+
+def _indexed_predecessors(
+    deps: EngineDeps, nodes: Sequence[MemoryNode], model_key: str
+) -> dict[int, tuple[str, tuple[float, ...]] | None]:
+    """The index's answer for every node with a session, by position: one call per owner."""
+    by_owner: dict[OwnerKey, list[int]] = {}
+    for i, node in enumerate(nodes):
+        if node.session_id is not None:
+            by_owner.setdefault(_owner_of(node), []).append(i)
+    found: dict[int, tuple[str, tuple[float, ...]] | None] = {}
+    for owner, positions in by_owner.items():
+        lookups = [(nodes[i].session_id or "", effective_time(nodes[i])) for i in positions]
+        answers = deps.index.session_predecessors(owner, lookups, model_key)
+        found.update(zip(positions, answers, strict=True))
+    return found
 
 
 def _owner_of(node: MemoryNode) -> OwnerKey:

@@ -310,8 +310,46 @@ class OpenSearchIndex:
     def session_predecessor(
         self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
     ) -> tuple[str, tuple[float, ...]] | None:
-        cutoff = _millis(before)
-        body: Query = {
+        return self.session_predecessors(owner, [(session_id, before)], embedding_model)[0]
+
+    def session_predecessors(
+        self,
+        owner: OwnerKey,
+        lookups: Sequence[tuple[str, datetime]],
+        embedding_model: str,
+    ) -> list[tuple[str, tuple[float, ...]] | None]:
+        """One `_msearch` request for the whole batch (a search per record would make bulk
+        materialization pay a round trip per record)."""
+        if not lookups:
+            return []
+        body: list[Query] = []
+        for session_id, before in lookups:
+            body.append({"index": self._alias, "routing": owner.tenant_id})
+            body.append(self._predecessor_request(owner, session_id, _millis(before)))
+        try:
+            response = self._client.msearch(body=body)
+            answers: list[Mapping[str, Any]] = response["responses"]
+            if len(answers) != len(lookups) or any("error" in a for a in answers):
+                raise IndexUnavailableError()
+            found = [[_said(hit["_source"]) for hit in a["hits"]["hits"]] for a in answers]
+        except (OpenSearchException, KeyError, TypeError, ValueError) as exc:
+            raise IndexUnavailableError() from exc
+        results: list[tuple[str, tuple[float, ...]] | None] = []
+        for (session_id, before), said in zip(lookups, found, strict=True):
+            if self._recent is not None:
+                recent = self._recent.latest_before(owner, session_id, _millis(before))
+                if recent is not None:
+                    said.append(recent)
+            last = max(said, key=lambda s: s.order) if said else None
+            if last is None or last.model != embedding_model or last.vector is None:
+                results.append(None)
+            else:
+                results.append((last.node_id, last.vector))
+        return results
+
+    @staticmethod
+    def _predecessor_request(owner: OwnerKey, session_id: str, cutoff: int) -> Query:
+        return {
             "size": 1,
             "track_total_hits": False,
             "query": {
@@ -334,22 +372,6 @@ class OpenSearchIndex:
                 ]
             },
         }
-        try:
-            response = self._client.search(index=self._alias, body=body, routing=owner.tenant_id)
-            hits: list[Mapping[str, Any]] = response["hits"]["hits"]
-            found = [_said(hit["_source"]) for hit in hits]
-        except (OpenSearchException, KeyError, TypeError, ValueError) as exc:
-            raise IndexUnavailableError() from exc
-        if self._recent is not None:
-            recent = self._recent.latest_before(owner, session_id, cutoff)
-            if recent is not None:
-                found.append(recent)
-        if not found:
-            return None
-        last = max(found, key=lambda s: s.order)
-        if last.model != embedding_model or last.vector is None:
-            return None
-        return last.node_id, last.vector
 
     @staticmethod
     def _models_request(owner: OwnerKey) -> Query:

@@ -292,6 +292,15 @@ class SqliteVectorIndex:
             np.frombuffer(row[2], dtype=np.float32).astype(np.float64).tolist()
         )
 
+    def session_predecessors(
+        self,
+        owner: OwnerKey,
+        lookups: Sequence[tuple[str, datetime]],
+        embedding_model: str,
+    ) -> list[tuple[str, tuple[float, ...]] | None]:
+        # Each lookup is one descent of an index on a local file: a loop costs no round trips.
+        return [self.session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
+
     def _lexical(self, owner: OwnerKey, query: IndexQuery) -> list[tuple[str, float]]:
         expression = match_expression(query.text)
         if expression is None or query.lexical_k <= 0:

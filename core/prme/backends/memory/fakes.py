@@ -345,6 +345,14 @@ class InMemoryIndex:
             return None
         return last.node_id, vector
 
+    def session_predecessors(
+        self,
+        owner: OwnerKey,
+        lookups: Sequence[tuple[str, datetime]],
+        embedding_model: str,
+    ) -> list[tuple[str, tuple[float, ...]] | None]:
+        return [self.session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
+
 
 def _bm25(text: str, docs: Sequence[IndexDocument]) -> list[tuple[str, float]]:
     terms = set(_WORD.findall(text.lower()))
