@@ -245,3 +245,37 @@ def test_rows_average_per_question_and_split_by_category() -> None:
     assert rows["overall"]["questions"] == 3
     assert rows["overall"]["all_evidence_in_top10_pct"] == pytest.approx(100 / 3)
     assert rows["overall"]["missed_evidence_turns"] == 4
+
+
+def test_the_ablation_changes_one_setting_per_row(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "tiny.json").write_text(json.dumps(synthetic_conversation()))
+    out = tmp_path / "ablation.json"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.locomo_ablation",
+            "--data",
+            str(data),
+            "--only",
+            "default,no_fill",
+            "--json",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"default", "no_fill"}
+    assert rows["no_fill"]["env"] == {"PRME_RETRIEVAL__DEFAULT_LIMIT": "10"}
+    assert rows["default"]["diff_vs_default"] == 0
+    # The setting reached the benchmark's process: ten results carry fewer tokens than a
+    # context filled with all sixteen turns.
+    assert rows["no_fill"]["context_tokens_mean"] < rows["default"]["context_tokens_mean"]
+    assert 0 <= rows["default"]["all_in_context_pct"] <= 100
