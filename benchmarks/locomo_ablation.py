@@ -33,6 +33,11 @@ ROWS: list[tuple[str, str, dict[str, str]]] = [
         "no session-neighbour term",
         {"PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0"},
     ),
+    (
+        "no_session_context",
+        "no session context after the top 10",
+        {"PRME_RETRIEVAL__SESSION_CONTEXT_ANCHORS": "0"},
+    ),
     ("rrf_k_60", "rrf_k 60 instead of 20", {"PRME_SCORING__RRF_K": "60"}),
     ("ranked_layout", "ranked layout", {"PRME_PACKING__READER_LAYOUT": "ranked"}),
     (
@@ -46,6 +51,7 @@ ROWS: list[tuple[str, str, dict[str, str]]] = [
             "PRME_SCORING__TIME_MENTION_BOOST": "0",
             "PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0",
             "PRME_SCORING__RRF_K": "60",
+            "PRME_RETRIEVAL__SESSION_CONTEXT_ANCHORS": "0",
             "PRME_PACKING__READER_LAYOUT": "ranked",
         },
     ),

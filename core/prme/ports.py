@@ -195,6 +195,17 @@ class SearchIndex(Protocol):
         where the backend allows it, so indexing a batch does not cost a query per record."""
         ...
 
+    def session_neighbours(
+        self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int
+    ) -> list[list[str]]:
+        """For each anchor `(session_id, effective_time, node_id)`: the node ids of up to
+        `radius` documents said just before it and `radius` just after it in that session
+        of the owner (any lifecycle state: the engine re-filters), nearest first and
+        alternating, before then after. Order is (effective time, node id); the anchor
+        itself is never included. One round trip where the backend allows it. Raises
+        IndexUnavailableError."""
+        ...
+
 
 class WorkQueue(Protocol):
     """Where pending work is announced after commit; losing a message loses nothing."""

@@ -48,6 +48,14 @@ class SwitchableIndex:
         )
         return found
 
+    def session_neighbours(
+        self, owner: OwnerKey, anchors: list[tuple[str, datetime, str]], radius: int
+    ) -> list[list[str]]:
+        if self.down:
+            raise IndexUnavailableError()
+        found: list[list[str]] = self.inner.session_neighbours(owner, anchors, radius)
+        return found
+
     def session_predecessors(
         self, owner: OwnerKey, lookups: list[tuple[str, datetime]], embedding_model: str
     ) -> list[tuple[str, tuple[float, ...]] | None]:

@@ -57,6 +57,10 @@ class RetrievalConfig(BaseModel):
     # Candidates per channel for such a fill: a 4,096-token context holds about 130 records.
     fill_candidate_k: int = Field(default=150, ge=1, le=1000)
     default_token_budget: int = Field(default=2048, ge=0)
+    # Budget fills put the records said around each of the first `session_context_anchors`
+    # results (up to `session_context_radius` on each side, same session) right after them.
+    session_context_anchors: int = Field(default=10, ge=0, le=100)
+    session_context_radius: int = Field(default=2, ge=0, le=10)
     candidate_k: int = Field(default=50, ge=1, le=1000)
 
 

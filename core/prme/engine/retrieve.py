@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from prme.engine.deps import EngineDeps
+from prme.engine.session_context import SessionContext, expand_session_context
 from prme.errors import EmbeddingUnavailableError, PrmeError
 from prme.model.canonical import sha256_text
 from prme.model.enums import (
@@ -33,6 +34,7 @@ from prme.retrieval.receipts import (
     ReceiptConfig,
     ReceiptContext,
     RetrievalReceipt,
+    SessionContextEntry,
 )
 from prme.retrieval.results import (
     ContextBundle,
@@ -198,6 +200,18 @@ def retrieve_memories(
         max_per_evidence=request.max_per_evidence,
         limit=limit,
     )
+    context = SessionContext(selection)
+    plain_fill = fill_budget and request.min_score is None
+    if plain_fill and request.max_per_source is None and request.max_per_evidence is None:
+        context = expand_session_context(
+            deps,
+            owner,
+            flt,
+            selection,
+            anchors=config.retrieval.session_context_anchors,
+            radius=config.retrieval.session_context_radius,
+        )
+        selection = context.selection
     packed = pack_context(
         selection.selected,
         token_budget=budget,
@@ -210,7 +224,9 @@ def retrieve_memories(
         # The results are the records the context holds; the rest did not fit the budget.
         selection = selection.keep_only({e.node_id for e in packed.entries}, "token_budget")
     bundle = _bundle(request, budget, selection, packed)
-    results = _results(selection, fused, candidates)
+    decay = config.packing.session_context_rank_fusion_score_decay
+    context_scores = _context_scores(context, fused, candidates, decay)
+    results = _results(selection, fused, candidates, context_scores)
 
     receipt = RetrievalReceipt(
         schema_version=(
@@ -249,6 +265,12 @@ def retrieve_memories(
             fill_budget=fill_budget,
             vector_text=config.vector_text,
             vector_session_context=config.vector_session_context,
+            session_context_anchors=(
+                config.retrieval.session_context_anchors if context.anchor_of else 0
+            ),
+            session_context_radius=(
+                config.retrieval.session_context_radius if context.anchor_of else 0
+            ),
         ),
         backend_failures=candidates.failures,
         # Written into the saved payload below as plain rows: see `_receipt_candidate_rows`.
@@ -261,9 +283,17 @@ def retrieve_memories(
             excluded=[e.model_dump(mode="json") for e in packed.excluded],
             visible_value_bindings=bundle.visible_value_bindings,
         ),
+        session_context=[
+            SessionContextEntry(node_id=node_id, anchor=anchor)
+            for node_id, anchor in context.anchor_of.items()
+        ],
     )
     persisted = save_receipt(
-        deps, owner, receipt, candidate_rows=_receipt_candidate_rows(fused, candidates, selection)
+        deps,
+        owner,
+        receipt,
+        candidate_rows=_receipt_candidate_rows(fused, candidates, selection)
+        + _context_rows(context, selection, context_scores, decay),
     )
     finished = time.perf_counter()
     metrics = RetrievalMetrics(
@@ -366,16 +396,24 @@ def _bundle(
 
 
 def _results(
-    selection: Selection, fused: list[FusedCandidate], candidates: Candidates
+    selection: Selection,
+    fused: list[FusedCandidate],
+    candidates: Candidates,
+    context_scores: dict[str, tuple[float, float | None]],
 ) -> list[RetrievalResult]:
     score_by_id = {c.node_id: c.score for c in fused}
+    semantic = dict(candidates.semantic)
+    for node_id, (score, cosine) in context_scores.items():
+        score_by_id[node_id] = score
+        if cosine is not None:
+            semantic[node_id] = cosine
     # Built from validated nodes and engine values: construction skips re-validating them.
     return [
         RetrievalResult.model_construct(
             node_id=node.id,
             content=node.content,
             score=score_by_id[node.id],
-            semantic_relevance=candidates.semantic.get(node.id),
+            semantic_relevance=semantic.get(node.id),
             node_type=node.node_type,
             lifecycle_state=node.lifecycle_state,
             confidence=node.confidence,
@@ -393,6 +431,59 @@ def _results(
         )
         for node in selection.selected
     ]
+
+
+def _context_scores(
+    context: SessionContext,
+    fused: list[FusedCandidate],
+    candidates: Candidates,
+    decay: float,
+) -> dict[str, tuple[float, float | None]]:
+    """A record that entered only as session context scores its anchor's score times
+    `decay`, and its semantic relevance is its anchor's (the memory that pulled it in)."""
+    score_by_id = {c.node_id: c.score for c in fused}
+    return {
+        node_id: (score_by_id.get(anchor, 0.0) * decay, candidates.semantic.get(anchor))
+        for node_id, anchor in context.anchor_of.items()
+        if node_id in context.fetched
+    }
+
+
+def _context_rows(
+    context: SessionContext,
+    selection: Selection,
+    context_scores: dict[str, tuple[float, float | None]],
+    decay: float,
+) -> list[dict[str, Any]]:
+    """Receipt rows for the records read only as session context (not fused)."""
+    rows: list[dict[str, Any]] = []
+    for node_id, node in context.fetched.items():
+        anchor = context.anchor_of[node_id]
+        score, cosine = context_scores[node_id]
+        rows.append(
+            {
+                "node_id": node_id,
+                "content_sha256": node.content_sha256,
+                "time": (node.event_time or node.created_at).timestamp(),
+                "features": {},
+                "session_id": node.session_id,
+                "context_of": anchor,
+                "ranks": {},
+                "channel_scores": {},
+                "semantic_relevance": cosine,
+                "score": score,
+                "score_provenance": {
+                    "formula_version": 2,
+                    "session_context": {"anchor": anchor, "decay": decay},
+                    "score": score,
+                }
+                if node_id not in selection.excluded
+                else {},
+                "evidence_refs": list(node.evidence_refs),
+                "outcome": selection.excluded.get(node_id, "returned"),
+            }
+        )
+    return rows
 
 
 def _receipt_candidate_rows(

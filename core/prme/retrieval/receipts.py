@@ -28,6 +28,9 @@ class ReceiptCandidate(BaseModel):
     features: dict[str, float] = Field(default_factory=dict)
     # Its session, which the session-neighbour term reads; None in older receipts.
     session_id: str | None = None
+    # Set on a record that was not a candidate and entered as session context of this
+    # result; such records take no part in fusion (see RetrievalReceipt.session_context).
+    context_of: str | None = None
     channel_scores: dict[str, float]
     semantic_relevance: float | None
     score: float
@@ -64,6 +67,18 @@ class ReceiptConfig(BaseModel):
     # The weight of the previous record of the session in each indexed vector (0 in older
     # receipts: each record's own embedding).
     vector_session_context: float = 0.0
+    # Session context of a budget fill (0 when none was added: older receipts, limits, caps).
+    session_context_anchors: int = 0
+    session_context_radius: int = 0
+
+
+class SessionContextEntry(BaseModel):
+    """A record placed right after the first results because it was said next to one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node_id: str
+    anchor: str
 
 
 class ReceiptContext(BaseModel):
@@ -95,18 +110,22 @@ class RetrievalReceipt(BaseModel):
     candidates: list[ReceiptCandidate]
     returned_node_ids: list[str]
     context: ReceiptContext
+    # In order, the records session context put right after the first results.
+    session_context: list[SessionContextEntry] = Field(default_factory=list)
 
     def replay_ranking(self) -> list[str]:
         """Recompute the fused order of every candidate from the saved ranks and config alone."""
         inputs = [
             FusionInput(c.node_id, c.ranks, c.time, c.features, c.session_id)
             for c in self.candidates
+            if c.context_of is None
         ]
         return [c.node_id for c in fuse(inputs, self.config.fusion)]
 
     def saved_ranking(self) -> list[str]:
-        """The order the candidates were saved in (the live fused order)."""
-        return [c.node_id for c in self.candidates]
+        """The order the fused candidates were saved in (the live fused order); records
+        that entered only as session context follow them and are not part of it."""
+        return [c.node_id for c in self.candidates if c.context_of is None]
 
     def replay_matches(self) -> bool:
         return self.replay_ranking() == self.saved_ranking()

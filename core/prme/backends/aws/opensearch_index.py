@@ -17,6 +17,7 @@ import numpy as np
 from opensearchpy.exceptions import OpenSearchException
 
 from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD
+from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
@@ -346,6 +347,65 @@ class OpenSearchIndex:
             else:
                 results.append((last.node_id, last.vector))
         return results
+
+    def session_neighbours(
+        self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int
+    ) -> list[list[str]]:
+        """Two searches per anchor (before and after it), all in one `_msearch` request."""
+        if not anchors or radius <= 0:
+            return [[] for _ in anchors]
+        body: list[Query] = []
+        for session_id, when, node_id in anchors:
+            at = _millis(when)
+            for direction in ("desc", "asc"):
+                body.append({"index": self._alias, "routing": owner.tenant_id})
+                body.append(
+                    self._neighbour_request(
+                        owner, session_id, at, node_id, direction=direction, radius=radius
+                    )
+                )
+        try:
+            response = self._client.msearch(body=body)
+            answers: list[Mapping[str, Any]] = response["responses"]
+            if len(answers) != 2 * len(anchors) or any("error" in a for a in answers):
+                raise IndexUnavailableError()
+            ids = [[str(hit["_source"]["node_id"]) for hit in a["hits"]["hits"]] for a in answers]
+        except (OpenSearchException, KeyError, TypeError, ValueError) as exc:
+            raise IndexUnavailableError() from exc
+        return [alternate(ids[2 * i], ids[2 * i + 1]) for i in range(len(anchors))]
+
+    @staticmethod
+    def _neighbour_request(
+        owner: OwnerKey, session_id: str, at: int, node_id: str, *, direction: str, radius: int
+    ) -> Query:
+        # Before: (time, id) < (at, node_id), nearest first; after: the mirror image.
+        beyond = "lt" if direction == "desc" else "gt"
+        return {
+            "size": radius,
+            "track_total_hits": False,
+            "query": {
+                "bool": {
+                    "filter": [*owner_clauses(owner), {"term": {"session_id": session_id}}],
+                    "should": [
+                        {"range": {"effective_time": {beyond: at}}},
+                        {
+                            "bool": {
+                                "filter": [
+                                    {"term": {"effective_time": at}},
+                                    {"range": {"node_id": {beyond: node_id}}},
+                                ]
+                            }
+                        },
+                    ],
+                    "minimum_should_match": 1,
+                }
+            },
+            "sort": [
+                {"effective_time": {"order": direction}},
+                {"node_id": {"order": direction}},
+            ],
+            "_source": {"includes": ["node_id"]},
+        }
 
     @staticmethod
     def _predecessor_request(owner: OwnerKey, session_id: str, cutoff: int) -> Query:

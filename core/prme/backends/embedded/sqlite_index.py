@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from prme.backends.embedded.sqlite import Synchronous, connect
+from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
@@ -300,6 +301,33 @@ class SqliteVectorIndex:
     ) -> list[tuple[str, tuple[float, ...]] | None]:
         # Each lookup is one descent of an index on a local file: a loop costs no round trips.
         return [self.session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
+
+    def session_neighbours(
+        self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int
+    ) -> list[list[str]]:
+        found: list[list[str]] = []
+        key = "COALESCE(event_time, created_at)"
+        with self._lock:
+            try:
+                for session_id, when, node_id in anchors:
+                    at = when.timestamp()
+                    params = (owner.tenant_id, owner.owner_id, session_id, at, at, node_id, radius)
+                    before = self._conn.execute(
+                        "SELECT node_id FROM docs WHERE tenant=? AND owner=? AND session_id=? "  # noqa: S608
+                        f"AND ({key} < ? OR ({key} = ? AND node_id < ?)) "
+                        f"ORDER BY {key} DESC, node_id DESC LIMIT ?",
+                        params,
+                    ).fetchall()
+                    after = self._conn.execute(
+                        "SELECT node_id FROM docs WHERE tenant=? AND owner=? AND session_id=? "  # noqa: S608
+                        f"AND ({key} > ? OR ({key} = ? AND node_id > ?)) "
+                        f"ORDER BY {key} ASC, node_id ASC LIMIT ?",
+                        params,
+                    ).fetchall()
+                    found.append(alternate([r[0] for r in before], [r[0] for r in after]))
+            except sqlite3.Error as exc:
+                raise IndexUnavailableError() from exc
+        return found
 
     def _lexical(self, owner: OwnerKey, query: IndexQuery) -> list[tuple[str, float]]:
         expression = match_expression(query.text)

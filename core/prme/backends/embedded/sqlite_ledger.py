@@ -76,12 +76,18 @@ def _status_column(status: WorkStatus, family: WorkFamily) -> str:
     return status.value if family == "materialize" else f"{status.value}:{family}"
 
 
+_PARSED_NODE_CACHE = 10_000
+
+
 class SqliteLedger:
     """Implements the `Ledger` and `CredentialStore` ports."""
 
     def __init__(self, path: Path, *, synchronous: Synchronous = "normal") -> None:
         self._conn = connect(path, synchronous)
         self._lock = threading.RLock()
+        # Stored node JSON -> the parsed (frozen) node. Retrieval reads the same few hundred
+        # nodes again and again; equal bytes are the same node version, so a hit is exact.
+        self._parsed_nodes: dict[str, MemoryNode] = {}
         with self._lock:
             self._conn.executescript(_SCHEMA)
 
@@ -328,8 +334,17 @@ class SqliteLedger:
         return self.get_nodes(owner, [node_id]).get(node_id)
 
     def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
-        nodes = (MemoryNode.model_validate_json(b) for b in self._bodies("nodes", owner, node_ids))
+        nodes = (self._parse_node(b) for b in self._bodies("nodes", owner, node_ids))
         return {node.id: node for node in nodes}
+
+    def _parse_node(self, body: str) -> MemoryNode:
+        node = self._parsed_nodes.get(body)
+        if node is None:
+            node = MemoryNode.model_validate_json(body)
+            if len(self._parsed_nodes) >= _PARSED_NODE_CACHE:
+                self._parsed_nodes.clear()  # bounded; refills with what is read next
+            self._parsed_nodes[body] = node
+        return node
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         rows = self._query(

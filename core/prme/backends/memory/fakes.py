@@ -12,6 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from prme.backends.commit_rule import applied_once
+from prme.backends.session_order import alternate
 from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
@@ -352,6 +353,26 @@ class InMemoryIndex:
         embedding_model: str,
     ) -> list[tuple[str, tuple[float, ...]] | None]:
         return [self.session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
+
+    def session_neighbours(
+        self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int
+    ) -> list[list[str]]:
+        if not self.available:
+            raise IndexUnavailableError()
+        found: list[list[str]] = []
+        for session_id, when, node_id in anchors:
+            keyed = sorted(
+                (
+                    (d.event_time or d.created_at, d.node_id)
+                    for (t, o, _), d in self.documents.items()
+                    if (t, o) == (owner.tenant_id, owner.owner_id) and d.session_id == session_id
+                ),
+            )
+            here = (when, node_id)
+            before = [n for k, n in reversed(keyed) if (k, n) < here][:radius]
+            after = [n for k, n in keyed if (k, n) > here][:radius]
+            found.append(alternate(before, after))
+        return found
 
 
 def _bm25(text: str, docs: Sequence[IndexDocument]) -> list[tuple[str, float]]:
