@@ -173,26 +173,20 @@ class SearchIndex(Protocol):
         """Both channels for one owner. A vector failure is reported in the hits, not raised."""
         ...
 
-    def session_predecessor(
-        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
-    ) -> tuple[str, tuple[float, ...]] | None:
-        """The record said just before `before` in one session of one owner, and its own vector.
-
-        Among the owner's documents of `session_id` (any lifecycle state), the one with the
-        greatest effective time (event time, else creation) strictly before `before`, ties
-        broken by the greatest node id: `(node_id, content_vector)`, or its `vector` when it
-        was written without a content vector. None when there is none or when that
-        document's embedding model is not `embedding_model`. Raises IndexUnavailableError."""
-        ...
-
     def session_predecessors(
         self,
         owner: OwnerKey,
         lookups: Sequence[tuple[str, datetime]],
         embedding_model: str,
     ) -> list[tuple[str, tuple[float, ...]] | None]:
-        """`session_predecessor` for each `(session_id, before)`, in order: one round trip
-        where the backend allows it, so indexing a batch does not cost a query per record."""
+        """For each `(session_id, before)`, in order: the record said just before `before` in
+        that session of the owner, and its own vector. Among the owner's documents of the
+        session (any lifecycle state), the one with the greatest effective time (event
+        time, else creation) strictly before `before`, ties broken by the greatest node id:
+        `(node_id, content_vector)`, or its `vector` when it was written without a content
+        vector. None when there is none or when that document's embedding model is not
+        `embedding_model`. One round trip where the backend allows it, so indexing a batch
+        does not cost a query per record. Raises IndexUnavailableError."""
         ...
 
     def session_neighbours(

@@ -38,16 +38,6 @@ class SwitchableIndex:
         result: IndexHits = self.inner.search(owner, query)
         return result
 
-    def session_predecessor(
-        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
-    ) -> tuple[str, tuple[float, ...]] | None:
-        if self.down:
-            raise IndexUnavailableError()
-        found: tuple[str, tuple[float, ...]] | None = self.inner.session_predecessor(
-            owner, session_id, before, embedding_model
-        )
-        return found
-
     def session_neighbours(
         self, owner: OwnerKey, anchors: list[tuple[str, datetime, str]], radius: int
     ) -> list[list[str]]:

@@ -135,6 +135,14 @@ def document(
     return IndexDocument.model_validate(values)
 
 
+def predecessor(
+    index: SearchIndex, owner: OwnerKey, session_id: str, before: datetime, model: str
+) -> tuple[str, tuple[float, ...]] | None:
+    """One lookup through the batched port method."""
+    (found,) = index.session_predecessors(owner, [(session_id, before)], model)
+    return found
+
+
 def expect(
     found: tuple[str, tuple[float, ...]] | None, node_id: str, vector: tuple[float, ...]
 ) -> None:
@@ -171,19 +179,19 @@ def test_predecessor_is_the_latest_earlier_record_of_that_session(
         ]
     )
 
-    expect(h.index.session_predecessor(ALICE, "s1", at(2), model), "b", v["b"])
-    expect(h.index.session_predecessor(ALICE, "s1", at(1), model), "c", v["c"])
-    assert h.index.session_predecessor(ALICE, "s1", at(0), model) is None
-    expect(h.index.session_predecessor(ALICE, "s2", at(2), model), "g", v["g"])
-    assert h.index.session_predecessor(ALICE, "s9", at(9), model) is None
-    expect(h.index.session_predecessor(BOB, "s1", at(9), model), "i", v["i"])
-    expect(h.index.session_predecessor(OTHER_TENANT_ALICE, "s1", at(9), model), "j", v["j"])
-    assert h.index.session_predecessor(BOB, "s2", at(9), model) is None
+    expect(predecessor(h.index, ALICE, "s1", at(2), model), "b", v["b"])
+    expect(predecessor(h.index, ALICE, "s1", at(1), model), "c", v["c"])
+    assert predecessor(h.index, ALICE, "s1", at(0), model) is None
+    expect(predecessor(h.index, ALICE, "s2", at(2), model), "g", v["g"])
+    assert predecessor(h.index, ALICE, "s9", at(9), model) is None
+    expect(predecessor(h.index, BOB, "s1", at(9), model), "i", v["i"])
+    expect(predecessor(h.index, OTHER_TENANT_ALICE, "s1", at(9), model), "j", v["j"])
+    assert predecessor(h.index, BOB, "s2", at(9), model) is None
 
     # The batch form answers each lookup in order, as the single form does.
     lookups = [("s1", at(2)), ("s1", at(0)), ("s2", at(2)), ("s9", at(9)), ("s1", at(1))]
     assert h.index.session_predecessors(ALICE, lookups, model) == [
-        h.index.session_predecessor(ALICE, session, before, model) for session, before in lookups
+        predecessor(h.index, ALICE, session, before, model) for session, before in lookups
     ]
     assert [
         found and found[0] for found in h.index.session_predecessors(ALICE, lookups, model)
@@ -212,7 +220,7 @@ def test_predecessor_ties_go_to_the_greatest_node_id_and_any_state_counts(
             document("n-0", v[2], model=model, event_time=at(1)),
         ]
     )
-    expect(h.index.session_predecessor(ALICE, "s1", at(2), model), "n-2", v[1])
+    expect(predecessor(h.index, ALICE, "s1", at(2), model), "n-2", v[1])
 
 
 def test_predecessor_returns_the_own_vector_or_the_vector_of_older_documents(
@@ -222,10 +230,10 @@ def test_predecessor_returns_the_own_vector_or_the_vector_of_older_documents(
     model, dim = h.embedder.model.key, h.embedder.model.dimension
     own, mixed, old = unit(rng, dim), unit(rng, dim), unit(rng, dim)
     h.index.upsert([document("new", mixed, model=model, content_vector=own, event_time=at(2))])
-    expect(h.index.session_predecessor(ALICE, "s1", at(3), model), "new", own)
+    expect(predecessor(h.index, ALICE, "s1", at(3), model), "new", own)
     # A document written before content vectors existed has only its vector.
     h.index.upsert([document("old", old, model=model, content_vector=None, event_time=at(1))])
-    expect(h.index.session_predecessor(ALICE, "s1", at(2), model), "old", old)
+    expect(predecessor(h.index, ALICE, "s1", at(2), model), "old", old)
 
 
 def test_a_predecessor_of_another_embedding_model_is_none(
@@ -239,8 +247,8 @@ def test_a_predecessor_of_another_embedding_model_is_none(
             document("other", unit(rng, dim), model="other-model@1/64", event_time=at(2)),
         ]
     )
-    assert h.index.session_predecessor(ALICE, "s1", at(3), model) is None
-    assert h.index.session_predecessor(ALICE, "s1", at(2), model) is not None
+    assert predecessor(h.index, ALICE, "s1", at(3), model) is None
+    assert predecessor(h.index, ALICE, "s1", at(2), model) is not None
 
 
 class _DownClient:
@@ -266,9 +274,9 @@ def _down_index(kind: str, tmp_path: Path) -> SearchIndex:
 @pytest.mark.parametrize("kind", ["memory", "embedded", "aws"])
 def test_a_failed_lookup_raises_index_unavailable(kind: str, tmp_path: Path) -> None:
     with pytest.raises(IndexUnavailableError):
-        _down_index(kind, tmp_path).session_predecessor(ALICE, "s1", T0, "m@1/4")
+        predecessor(_down_index(kind, tmp_path), ALICE, "s1", T0, "m@1/4")
     with pytest.raises(IndexUnavailableError):
-        _down_index(kind, tmp_path).session_predecessors(ALICE, [("s1", T0)], "m@1/4")
+        _down_index(kind, tmp_path).session_neighbours(ALICE, [("s1", T0, "n1")], 2)
 
 
 # -- the engine: what gets indexed -----------------------------------------------------
@@ -504,7 +512,7 @@ def test_an_sqlite_index_written_before_content_vectors_keeps_working(tmp_path: 
 
     index = SqliteVectorIndex(path)
     try:
-        expect(index.session_predecessor(ALICE, "s1", at(1), "m@1/4"), "old", old)
+        expect(predecessor(index, ALICE, "s1", at(1), "m@1/4"), "old", old)
         own_vector, searched = (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.8, 0.6)
         index.upsert(
             [
@@ -517,7 +525,7 @@ def test_an_sqlite_index_written_before_content_vectors_keeps_working(tmp_path: 
                 )
             ]
         )
-        expect(index.session_predecessor(ALICE, "s1", at(2), "m@1/4"), "new", own_vector)
+        expect(predecessor(index, ALICE, "s1", at(2), "m@1/4"), "new", own_vector)
         hits = index.search(
             ALICE, IndexQuery(text="record", vector=searched, embedding_model="m@1/4")
         )
@@ -555,7 +563,7 @@ def test_bootstrap_adds_the_content_vector_field_to_an_existing_index(
                 )
             ]
         )
-        expect(index.session_predecessor(ALICE, "s1", at(1), "m@1/4"), "n1", (1.0, 0.0, 0.0, 0.0))
+        expect(predecessor(index, ALICE, "s1", at(1), "m@1/4"), "n1", (1.0, 0.0, 0.0, 0.0))
     finally:
         client.indices.delete(index=name)
         client.close()
@@ -569,10 +577,10 @@ def test_opensearch_sees_its_own_session_writes_before_the_refresh(
     v = (1.0,) + (0.0,) * 63
     index.upsert([document("n1", v, model="m@1/64", event_time=at(0))])
     # Without a refresh on write the search may not see n1 yet; this process remembers it.
-    expect(index.session_predecessor(ALICE, "s1", at(1), "m@1/64"), "n1", v)
-    assert index.session_predecessor(BOB, "s1", at(1), "m@1/64") is None
-    assert index.session_predecessor(ALICE, "s2", at(1), "m@1/64") is None
-    assert index.session_predecessor(ALICE, "s1", at(0), "m@1/64") is None
+    expect(predecessor(index, ALICE, "s1", at(1), "m@1/64"), "n1", v)
+    assert predecessor(index, BOB, "s1", at(1), "m@1/64") is None
+    assert predecessor(index, ALICE, "s2", at(1), "m@1/64") is None
+    assert predecessor(index, ALICE, "s1", at(0), "m@1/64") is None
 
 
 def test_recent_writes_are_bounded_and_ordered() -> None:

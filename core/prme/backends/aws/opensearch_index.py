@@ -28,7 +28,7 @@ _MILLISECOND = timedelta(milliseconds=1)
 _NO_MODEL = "__prme_no_model__"
 # Two buckets suffice to see a second model; a few more make the response easier to debug.
 _MODEL_BUCKETS = 5
-# How long this process remembers its own writes of session records for `session_predecessor`:
+# How long this process remembers its own writes of session records for `session_predecessors`:
 # a search sees a write only after the next refresh (1 s by default), this covers the gap.
 _RECENT_SECONDS = 10.0
 _RECENT_MAX = 500
@@ -146,7 +146,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class _Said:
-    """One session record as `session_predecessor` compares it."""
+    """One session record as `session_predecessors` compares it."""
 
     effective: int
     node_id: str
@@ -307,11 +307,6 @@ class OpenSearchIndex:
         return IndexHits(
             vector=tuple(vector), lexical=tuple(lexical), semantic=semantic, vector_failure=failure
         )
-
-    def session_predecessor(
-        self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
-    ) -> tuple[str, tuple[float, ...]] | None:
-        return self.session_predecessors(owner, [(session_id, before)], embedding_model)[0]
 
     def session_predecessors(
         self,

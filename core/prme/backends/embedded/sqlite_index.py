@@ -273,7 +273,7 @@ class SqliteVectorIndex:
             vector_failure=failure,
         )
 
-    def session_predecessor(
+    def _session_predecessor(
         self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
     ) -> tuple[str, tuple[float, ...]] | None:
         with self._lock:
@@ -300,7 +300,7 @@ class SqliteVectorIndex:
         embedding_model: str,
     ) -> list[tuple[str, tuple[float, ...]] | None]:
         # Each lookup is one descent of an index on a local file: a loop costs no round trips.
-        return [self.session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
+        return [self._session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
 
     def session_neighbours(
         self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int

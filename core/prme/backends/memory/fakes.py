@@ -326,7 +326,7 @@ class InMemoryIndex:
             vector_failure=failure,
         )
 
-    def session_predecessor(
+    def _session_predecessor(
         self, owner: OwnerKey, session_id: str, before: datetime, embedding_model: str
     ) -> tuple[str, tuple[float, ...]] | None:
         if not self.available:
@@ -352,7 +352,7 @@ class InMemoryIndex:
         lookups: Sequence[tuple[str, datetime]],
         embedding_model: str,
     ) -> list[tuple[str, tuple[float, ...]] | None]:
-        return [self.session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
+        return [self._session_predecessor(owner, s, t, embedding_model) for s, t in lookups]
 
     def session_neighbours(
         self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int
