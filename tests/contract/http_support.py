@@ -3,11 +3,13 @@ and another tenant's owner, and a TestClient over the real app."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from prme.backends.clock import ManualClock
@@ -37,8 +39,13 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-@pytest.fixture(params=["embedded", "aws"])
-def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+@contextmanager
+def api_app(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[FastAPI, CredentialService, dict[str, str]]]:
+    """The real app over the backend `request.param` names ("embedded" or "aws"), with the
+    secrets of four keys: alice, bob, an operator and another tenant's alice ("other")."""
+    close: Callable[[], None] | None = None
     if request.param == "embedded":
         backend = open_embedded(
             tmp_path / "data",
@@ -51,7 +58,6 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
         h = aws_harness(*request.getfixturevalue("aws_resources"))
         engine = h.engine
         creds = CredentialService(h.ledger, h.clock)  # type: ignore[arg-type]
-        close = None
     keys = {
         "alice": creds.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER).secret,
         "bob": creds.create(tenant_id=TENANT, owner_id="bob", role=CredentialRole.OWNER).secret,
@@ -62,8 +68,20 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
             tenant_id="globex", owner_id="alice", role=CredentialRole.OWNER
         ).secret,
     }
-    app = create_app(ApiRuntime(engine=engine, credentials=creds, auth=AuthPolicy()))
-    with TestClient(app) as client:
+    try:
+        yield (
+            create_app(ApiRuntime(engine=engine, credentials=creds, auth=AuthPolicy())),
+            creds,
+            keys,
+        )
+    finally:
+        if close is not None:
+            close()
+
+
+@pytest.fixture(params=["embedded", "aws"])
+def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    with api_app(request, tmp_path) as (app, creds, keys), TestClient(app) as client:
         yield Api(
             client,
             creds,
@@ -72,5 +90,3 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
             bearer(keys["operator"]),
             bearer(keys["other"]),
         )
-    if close is not None:
-        close()

@@ -22,16 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
-from prme.backends.clock import ManualClock
-from prme.backends.embedded.service import open_embedded
-from prme.embedding.hashing import HashingEmbedder
-from prme.engine.credentials import CredentialService
-from prme.engine.service import MemoryEngine
-from prme.http.app import create_app
-from prme.http.auth import AuthPolicy
-from prme.http.dependencies import ApiRuntime
-from prme.model.enums import CredentialRole
-from tests.conftest import TOKEN_COUNTER, aws_harness
+from tests.contract.http_support import api_app
 
 TOOLS = {
     "memory_store",
@@ -96,43 +87,20 @@ def free_port() -> int:
 @pytest.fixture(params=["embedded", "aws"])
 def live_mcp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveMcp]:
     """The whole API, MCP included, served by uvicorn on a loopback port."""
-    close: Callable[[], None] | None = None
-    engine: MemoryEngine
-    if request.param == "embedded":
-        backend = open_embedded(
-            tmp_path / "data",
-            embedder=HashingEmbedder(),
-            clock=ManualClock(),
-            token_counter=TOKEN_COUNTER,
+    with api_app(request, tmp_path) as (app, _, keys):
+        port = free_port()
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
         )
-        engine, credentials, close = backend.engine, backend.credentials, backend.close
-    else:
-        h = aws_harness(*request.getfixturevalue("aws_resources"))
-        engine, credentials = h.engine, CredentialService(h.ledger, h.clock)  # type: ignore[arg-type]
-    keys = {
-        "alice": credentials.create(tenant_id="acme", owner_id="alice", role=CredentialRole.OWNER),
-        "bob": credentials.create(tenant_id="acme", owner_id="bob", role=CredentialRole.OWNER),
-        "operator": credentials.create(
-            tenant_id="acme", owner_id=None, role=CredentialRole.OPERATOR
-        ),
-        "other": credentials.create(
-            tenant_id="globex", owner_id="alice", role=CredentialRole.OWNER
-        ),
-    }
-    app = create_app(ApiRuntime(engine=engine, credentials=credentials, auth=AuthPolicy()))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield LiveMcp(f"http://127.0.0.1:{port}/mcp", {k: v.secret for k, v in keys.items()})
-    server.should_exit = True
-    thread.join(timeout=10)
-    if close is not None:
-        close()
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        yield LiveMcp(f"http://127.0.0.1:{port}/mcp", keys)
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def ok(result: CallToolResult) -> dict[str, Any]:
