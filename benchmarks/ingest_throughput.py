@@ -13,11 +13,14 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences
+from benchmarks.local_aws import fresh_aws
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -45,20 +48,18 @@ def measure(engine: MemoryEngine, total: int, size: int) -> dict[str, float]:
     return {"batch_size": size, "items": total, "items_per_s": total / elapsed}
 
 
-def aws_engine() -> Any:
-    from prme.backends.aws.service import bootstrap_from_settings, build_clients, open_aws
+@contextmanager
+def aws_engine() -> Iterator[MemoryEngine]:
+    """A fresh table, queues and index on the local AWS, deleted afterwards."""
+    from prme.backends.aws.service import open_aws
     from prme.settings import Settings
 
-    suffix = uuid.uuid4().hex[:8]
-    settings = Settings(
-        backend="aws",
-        table_name=f"prme-ib-{suffix}",
-        queue_prefix=f"prme-ib-{suffix}",
-        opensearch_index_alias=f"prme-ib-{suffix}",
-    )
-    clients = build_clients(settings)
-    bootstrap_from_settings(settings, clients, dimension=64)
-    return open_aws(settings, embedder=HashingEmbedder(), clients=clients).engine
+    with fresh_aws(Settings(), "ib", dimension=64) as (settings, clients):
+        backend = open_aws(settings, embedder=HashingEmbedder(), clients=clients)
+        try:
+            yield backend.engine
+        finally:
+            backend.close()
 
 
 def extractor_speed(count: int) -> dict[str, float]:
@@ -91,7 +92,8 @@ def main() -> None:
     if os.environ.get("AWS_ENDPOINT_URL") and os.environ.get("PRME_OPENSEARCH_URL"):
         aws_total = 245 if args.quick else 490
         for size in (25, MAX_FAST_INGEST_ITEMS):
-            rows.append({"backend": "aws (local)", **measure(aws_engine(), aws_total, size)})
+            with aws_engine() as engine:
+                rows.append({"backend": "aws (local)", **measure(engine, aws_total, size)})
     extraction = extractor_speed(2000 if args.quick else 10000)
     print(f"{'backend':14} {'batch':>5} {'items':>6} {'items/s':>9}")
     for row in rows:

@@ -55,7 +55,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.embedder_speed import percentile
+from benchmarks.local_aws import fresh_aws
 from prme.client import MemoryClient
 from prme.retrieval.results import RetrievalResponse
 from prme.settings import Settings
@@ -656,35 +656,16 @@ def embedded_client(settings: Settings) -> Iterator[MemoryClient]:
 def aws_client(settings: Settings) -> Iterator[MemoryClient]:
     """A fresh table, queues and index on the local AWS, deleted afterwards. Stores wait
     for OpenSearch visibility (refresh on write) so every turn is searchable when asked."""
-    from prme.backends.aws.resources import index_name, queue_specs
-    from prme.backends.aws.service import bootstrap_from_settings, build_clients
     from prme.composition import build_embedder
 
-    suffix = uuid.uuid4().hex[:8]
-    settings = settings.model_copy(
-        update={
-            "table_name": f"prme-locomo-{suffix}",
-            "queue_prefix": f"prme-locomo-{suffix}",
-            "opensearch_index_alias": f"prme-locomo-{suffix}",
-            "opensearch_refresh_on_write": True,
-        }
-    )
-    clients = build_clients(settings)
-    bootstrap_from_settings(settings, clients, dimension=build_embedder(settings).model.dimension)
-    client: MemoryClient | None = None
-    try:
-        client = MemoryClient(settings=settings)
-        yield client
-    finally:
-        if client is not None:
+    dimension = build_embedder(settings).model.dimension
+    visible = settings.model_copy(update={"opensearch_refresh_on_write": True})
+    with fresh_aws(visible, "locomo", dimension=dimension) as (fresh, _):
+        client = MemoryClient(settings=fresh)
+        try:
+            yield client
+        finally:
             client.close()
-        clients.dynamodb.delete_table(TableName=settings.table_name)
-        for spec in queue_specs(settings.queue_prefix).values():
-            for name in (spec.name, spec.dead_letter_name):
-                url = clients.sqs.get_queue_url(QueueName=name)["QueueUrl"]
-                clients.sqs.delete_queue(QueueUrl=url)
-        clients.opensearch.indices.delete(index=index_name(settings.opensearch_index_alias))
-        clients.opensearch.close()
 
 
 def git_commit() -> dict[str, Any] | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import random
 import statistics
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences, percentile
+from benchmarks.local_aws import fresh_aws
 from benchmarks.store_retrieve import QUERIES
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.aliases import MAX_NEW_PROPOSALS_PER_SCAN
@@ -341,32 +341,17 @@ def embedded_engine() -> Iterator[MemoryEngine]:
 @contextmanager
 def aws_engine() -> Iterator[MemoryEngine]:
     """A fresh table, queues and index on the local AWS, deleted afterwards."""
-    if not os.environ.get("AWS_ENDPOINT_URL") or not os.environ.get("PRME_OPENSEARCH_URL"):
-        raise SystemExit("start the local AWS first: make local-aws-up, then export its endpoints")
-    from prme.backends.aws.resources import index_name, queue_specs
-    from prme.backends.aws.service import bootstrap_from_settings, build_clients, open_aws
+    from prme.backends.aws.service import open_aws
     from prme.settings import Settings
 
-    suffix = uuid.uuid4().hex[:8]
-    settings = Settings(
-        backend="aws",
-        table_name=f"prme-rs-{suffix}",
-        queue_prefix=f"prme-rs-{suffix}",
-        opensearch_index_alias=f"prme-rs-{suffix}",
-    )
-    clients = build_clients(settings)
-    bootstrap_from_settings(settings, clients, dimension=64)
-    backend = open_aws(settings, embedder=HashingEmbedder(), clients=clients, refresh_on_write=True)
-    try:
-        yield backend.engine
-    finally:
-        clients.dynamodb.delete_table(TableName=settings.table_name)
-        for spec in queue_specs(settings.queue_prefix).values():
-            for name in (spec.name, spec.dead_letter_name):
-                url = clients.sqs.get_queue_url(QueueName=name)["QueueUrl"]
-                clients.sqs.delete_queue(QueueUrl=url)
-        clients.opensearch.indices.delete(index=index_name(settings.opensearch_index_alias))
-        backend.close()
+    with fresh_aws(Settings(), "rs", dimension=64) as (settings, clients):
+        backend = open_aws(
+            settings, embedder=HashingEmbedder(), clients=clients, refresh_on_write=True
+        )
+        try:
+            yield backend.engine
+        finally:
+            backend.close()
 
 
 # -- report ----------------------------------------------------------------------------
