@@ -48,6 +48,11 @@ class Embedder(Protocol):
         """L2-normalised vectors, shape (len(texts), dimension). Raises EmbeddingUnavailableError."""
         ...
 
+    def embed_segmented(self, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
+        """One vector per group of segments (each group non-empty): the L2-normalised mean of
+        the vectors `embed` gives its segments. Raises EmbeddingUnavailableError."""
+        ...
+
 
 class Extractor(Protocol):
     """Derives grounded artifacts from one source text. Raises ExtractionUnavailableError."""

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     # Weight of the session's previous record in each record's vector
     # (EngineConfig.vector_session_context; 0 turns it off); changing it needs a reindex.
     vector_session_context: float = Field(default=0.6, ge=0.0, le=4.0)
+    # A record's own vector: the mean of its sentences' vectors, or the whole text's
+    # (EngineConfig.vector_segments); changing it needs a reindex.
+    vector_segments: Literal["sentences", "whole"] = "sentences"
 
     @classmethod
     def env_name(cls, field: str) -> str:
@@ -73,4 +76,5 @@ class Settings(BaseSettings):
             retrieval=self.retrieval,
             vector_text=self.vector_text,
             vector_session_context=self.vector_session_context,
+            vector_segments=self.vector_segments,
         )

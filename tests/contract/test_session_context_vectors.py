@@ -23,11 +23,8 @@ from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, index_body, index_
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.memory import InMemoryIndex
 from prme.engine.config import EngineConfig
-from prme.engine.materialize import (
-    index_nodes,
-    session_context_vector,
-    vector_text,
-)
+from prme.engine.materialize import index_nodes, session_context_vector
+from prme.engine.vector_input import vector_segments
 from prme.errors import IndexUnavailableError
 from prme.model.enums import (
     EpistemicType,
@@ -316,7 +313,7 @@ def say(h: Harness, content: str, minute: float, session: str | None = "s1") -> 
 
 
 def own(h: Harness, node: MemoryNode) -> NDArray[np.float64]:
-    vector = h.embedder.embed([vector_text(node, "speaker_then_content")])[0]
+    vector = h.embedder.embed_segmented([vector_segments(node)])[0]
     return np.asarray(vector, dtype=np.float64)
 
 

@@ -154,3 +154,39 @@ def test_damaged_cache_file_is_rebuilt(tmp_path: Path, monkeypatch: pytest.Monke
     vectors = MiniLmEmbedder(cache_dir=tmp_path).embed(sentences[:3])
     assert _cosines(vectors, expected[:3]).min() >= 0.999
     assert cache_file.stat().st_size > 80_000_000
+
+
+@needs_weights
+def test_segmented_vector_is_the_mean_of_the_segments_own_vectors(
+    embedder: MiniLmEmbedder,
+) -> None:
+    # Packing segments into one row (block-diagonal attention, positions restarting per
+    # segment) must give exactly what embedding each segment alone gives.
+    groups = [
+        ["Ana: We went camping with the kids.", "Ana: The lake was freezing but fun."],
+        ["Ben: I finally finished the screenplay draft last night."],
+        ["Ana: short", "Ana: a much longer sentence about pottery classes on weekends", "x"],
+    ]
+    segmented = embedder.embed_segmented(groups)
+    for row, group in zip(segmented, groups, strict=True):
+        mean = embedder.embed(group).mean(axis=0)
+        expected = mean / np.linalg.norm(mean)
+        assert float(row @ expected) >= 0.99999
+    assert np.allclose(np.linalg.norm(segmented, axis=1), 1.0, atol=1e-5)
+
+
+@needs_weights
+def test_segments_beyond_one_row_and_truncated_segments_still_match(
+    embedder: MiniLmEmbedder,
+) -> None:
+    sentences, _ = _reference()  # includes a text far over 256 tokens
+    segmented = embedder.embed_segmented([sentences, sentences[:1]])
+    mean = embedder.embed(sentences).mean(axis=0)
+    assert float(segmented[0] @ (mean / np.linalg.norm(mean))) >= 0.99999
+    assert float(segmented[1] @ embedder.embed(sentences[:1])[0]) >= 0.99999
+
+
+def test_segmented_input_needs_non_empty_groups() -> None:
+    assert MiniLmEmbedder().embed_segmented([]).shape == (0, 384)
+    with pytest.raises(ValueError, match="at least one segment"):
+        MiniLmEmbedder().embed_segmented([["one"], []])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from prme.engine.config import EngineConfig, PackingConfig, ScoringConfig
-from prme.engine.materialize import vector_text
+from prme.engine.vector_input import vector_text
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.retrieval.query_analysis import named_speakers
 from prme.retrieval.receipts import RetrievalReceipt

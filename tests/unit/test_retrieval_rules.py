@@ -42,6 +42,11 @@ class BrokenEmbedder:
             raise EmbeddingUnavailableError()
         return self.inner.embed(texts)
 
+    def embed_segmented(self, groups: Any) -> Any:
+        if self.broken:
+            raise EmbeddingUnavailableError()
+        return self.inner.embed_segmented(groups)
+
 
 def test_lexical_and_vector_candidates_are_fused(harness: Harness) -> None:
     hiking = store(harness, "We went hiking in the Alps last summer.")

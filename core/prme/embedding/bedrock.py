@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from prme.embedding.segments import embed_segmented_each
 from prme.errors import EmbeddingUnavailableError
 from prme.model.search import EmbeddingModelInfo
 
@@ -48,3 +49,8 @@ class BedrockEmbedder:
             norm = float(np.linalg.norm(values))
             out[row] = values / norm if norm else values
         return out
+
+    def embed_segmented(self, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
+        # One request per segment: splitting a record into sentences multiplies its requests
+        # (PRME_VECTOR_SEGMENTS=whole keeps one per record).
+        return embed_segmented_each(self.embed, groups)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from prme.embedding.segments import embed_segmented_each
 from prme.model.search import EmbeddingModelInfo
 
 _WORD = re.compile(r"\w+")
@@ -46,3 +47,6 @@ class HashingEmbedder:
         # Rows with norm 0 stay zero rather than turning into NaN.
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def embed_segmented(self, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
+        return embed_segmented_each(self.embed, groups)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from prme.embedding.segments import mean_by_group
 from prme.errors import EmbeddingUnavailableError
 from prme.model.search import EmbeddingModelInfo
 
@@ -36,7 +37,7 @@ _LAYER_NORM_EPS = 1e-12
 _MAX_TOKENS = 256
 _OPSET = 17
 # Bumped whenever the graph layout changes, so a stale file in a cache dir is not reused.
-_GRAPH_FORMAT = "1"
+_GRAPH_FORMAT = "2"
 # Added to the scores of padding positions; large enough that softmax gives them exactly 0,
 # small enough that adding a real score cannot overflow to -inf.
 _MASK_BIAS = -1.0e9
@@ -51,6 +52,30 @@ _GRAPH_CACHE_LOCK = threading.Lock()
 class _Runtime:
     session: Any  # onnxruntime.InferenceSession (untyped library)
     tokenizer: Tokenizer
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One model input row: token ids of one or more segments, laid end to end."""
+
+    ids: list[int]
+    spans: tuple[tuple[int, int, int], ...]  # (begin, end, segment index) per segment
+
+
+def _pack(tokens: list[list[int]]) -> list[_Row]:
+    """Lay segments end to end, in order, into rows of at most `_MAX_TOKENS` tokens."""
+    rows: list[_Row] = []
+    ids: list[int] = []
+    spans: list[tuple[int, int, int]] = []
+    for index, segment in enumerate(tokens):
+        if ids and len(ids) + len(segment) > _MAX_TOKENS:
+            rows.append(_Row(ids=ids, spans=tuple(spans)))
+            ids, spans = [], []
+        spans.append((len(ids), len(ids) + len(segment), index))
+        ids.extend(segment)
+    if ids:
+        rows.append(_Row(ids=ids, spans=tuple(spans)))
+    return rows
 
 
 class MiniLmEmbedder:
@@ -90,38 +115,73 @@ class MiniLmEmbedder:
         if len(texts) == 0:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         runtime = self._ensure_runtime()
+        tokens = self._tokenize(runtime, texts)
+        rows = [_Row(ids=ids, spans=((0, len(ids), i),)) for i, ids in enumerate(tokens)]
+        return self._segment_vectors(runtime, rows, len(texts))
+
+    def embed_segmented(self, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
+        """One vector per group: the normalised mean of its segments' own vectors.
+
+        Each segment is embedded exactly as `embed` would embed it alone, but the segments
+        share rows: they are packed one after another into sequences of at most 256 tokens,
+        each attending only to itself (a block-diagonal mask) with its own positions, so a
+        text split into sentences costs about what the whole text costs, not one padded row
+        per sentence."""
+        if len(groups) == 0:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        if any(len(group) == 0 for group in groups):
+            raise ValueError("every group needs at least one segment")
+        runtime = self._ensure_runtime()
+        texts = [text for group in groups for text in group]
+        owners = [g for g, group in enumerate(groups) for _ in group]
+        vectors = self._segment_vectors(runtime, _pack(self._tokenize(runtime, texts)), len(texts))
+        return mean_by_group(vectors, owners, len(groups))
+
+    @staticmethod
+    def _tokenize(runtime: _Runtime, texts: Sequence[str]) -> list[list[int]]:
         try:
             encodings = runtime.tokenizer.encode_batch(list(texts))
         except Exception as exc:
             raise EmbeddingUnavailableError("Embedding tokenizer failed") from exc
-        ids = [np.asarray(encoding.ids, dtype=np.int64) for encoding in encodings]
+        return [list(encoding.ids) for encoding in encodings]
+
+    def _segment_vectors(
+        self, runtime: _Runtime, rows: list[_Row], count: int
+    ) -> NDArray[np.float32]:
+        """The normalised mean-pooled vector of every segment of `rows`, by segment index."""
         # Longest first keeps similar lengths in one batch, so little compute goes to padding.
-        order = sorted(range(len(ids)), key=lambda index: len(ids[index]), reverse=True)
-        out = np.empty((len(ids), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            out[chunk] = self._embed_batch(runtime, [ids[index] for index in chunk])
+        rows = sorted(rows, key=lambda row: len(row.ids), reverse=True)
+        out = np.zeros((count, DIMENSION), dtype=np.float32)
+        for start in range(0, len(rows), self._batch_size):
+            self._embed_batch(runtime, rows[start : start + self._batch_size], out)
         return out
 
-    def _embed_batch(self, runtime: _Runtime, ids: list[NDArray[np.int64]]) -> NDArray[np.float32]:
-        width = max(len(row) for row in ids)
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, token_ids in enumerate(ids):
-            input_ids[row, : len(token_ids)] = token_ids
-            mask[row, : len(token_ids)] = 1
+    def _embed_batch(self, runtime: _Runtime, rows: list[_Row], out: NDArray[np.float32]) -> None:
+        width = max(len(row.ids) for row in rows)
+        input_ids = np.zeros((len(rows), width), dtype=np.int64)  # 0 is [PAD]
+        positions = np.zeros((len(rows), width), dtype=np.int64)
+        # Which segment each position belongs to; padding is -1 and attends only to padding.
+        segment = np.full((len(rows), width), -1, dtype=np.int64)
+        for r, row in enumerate(rows):
+            input_ids[r, : len(row.ids)] = row.ids
+            for begin, end, index in row.spans:
+                positions[r, begin:end] = np.arange(end - begin)
+                segment[r, begin:end] = index
+        same = segment[:, :, None] == segment[:, None, :]
+        bias = np.where(same, np.float32(0.0), np.float32(_MASK_BIAS))[:, None, :, :]
         try:
             (hidden,) = runtime.session.run(
-                ["last_hidden_state"], {"input_ids": input_ids, "attention_mask": mask}
+                ["last_hidden_state"],
+                {"input_ids": input_ids, "position_ids": positions, "attention_bias": bias},
             )
         except Exception as exc:
             raise EmbeddingUnavailableError("Embedding model failed to produce vectors") from exc
-        weights = mask.astype(np.float32)[:, :, None]
-        pooled = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
-        pooled /= np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        states = np.asarray(hidden, dtype=np.float32)
+        for r, row in enumerate(rows):
+            for begin, end, index in row.spans:
+                pooled = states[r, begin:end].mean(axis=0)
+                norm = float(np.linalg.norm(pooled))
+                out[index] = pooled / max(norm, 1e-12)
 
     def _ensure_runtime(self) -> _Runtime:
         runtime = self._runtime
@@ -254,7 +314,9 @@ class _GraphBuilder:
     def build(self) -> bytes:
         self._shared_constants()
         hidden = self._embeddings()
-        mask_bias = self._mask_bias()
+        # Additive attention bias [B, 1, S, S]: 0 where a position may attend, a large
+        # negative number elsewhere (padding, and other segments of a packed row).
+        mask_bias = "attention_bias"
         for layer in range(_LAYERS):
             hidden = self._attention(hidden, mask_bias, f"encoder.layer.{layer}")
             hidden = self._feed_forward(hidden, f"encoder.layer.{layer}")
@@ -265,7 +327,10 @@ class _GraphBuilder:
             "all-MiniLM-L6-v2",
             inputs=[
                 helper.make_tensor_value_info("input_ids", self._int64, ["batch", "seq"]),
-                helper.make_tensor_value_info("attention_mask", self._int64, ["batch", "seq"]),
+                helper.make_tensor_value_info("position_ids", self._int64, ["batch", "seq"]),
+                helper.make_tensor_value_info(
+                    "attention_bias", self._float, ["batch", 1, "seq", "seq"]
+                ),
             ],
             outputs=[
                 helper.make_tensor_value_info(
@@ -309,14 +374,9 @@ class _GraphBuilder:
 
     def _shared_constants(self) -> None:
         i64, f32 = np.int64, np.float32
-        self._const("i64.0", np.array([0], dtype=i64))
-        self._const("i64.1", np.array([1], dtype=i64))
-        self._const("i64.2", np.array([2], dtype=i64))
-        self._const("axes.12", np.array([1, 2], dtype=i64))
         self._const("f32.1", np.array(1.0, dtype=f32))
         self._const("f32.half", np.array(0.5, dtype=f32))
         self._const("f32.sqrt2", np.array(math.sqrt(2.0), dtype=f32))
-        self._const("f32.mask", np.array(_MASK_BIAS, dtype=f32))
         self._const("shape.heads", np.array([0, 0, _HEADS, _HEAD_DIM], dtype=i64))
         self._const("shape.hidden", np.array([0, 0, _HIDDEN], dtype=i64))
         self._const("split.qkv", np.array([_HIDDEN] * 3, dtype=i64))
@@ -330,19 +390,11 @@ class _GraphBuilder:
         )
         words = self._const("emb.words", self._weight("embeddings.word_embeddings.weight"))
         table = self._const("emb.positions", positions)
-        shape = self._node("Shape", ["input_ids"], "ids.shape")
-        seq_len = self._node("Slice", [shape, "i64.1", "i64.2"], "seq")
-        pos = self._node("Slice", [table, "i64.0", seq_len, "i64.0"], "emb.pos")
+        # Positions are an input: segments packed into one row each count from 0.
+        pos = self._node("Gather", [table, "position_ids"], "emb.pos", axis=0)
         tokens = self._node("Gather", [words, "input_ids"], "emb.tok", axis=0)
         summed = self._node("Add", [tokens, pos], "emb.sum")
         return self._layer_norm(summed, "embeddings.LayerNorm", "emb.out")
-
-    def _mask_bias(self) -> str:
-        # Additive mask [B, 1, 1, S]: 0 for real tokens, a large negative number for padding.
-        mask = self._node("Cast", ["attention_mask"], "mask.f", to=self._float)
-        inverted = self._node("Sub", ["f32.1", mask], "mask.inv")
-        bias = self._node("Mul", [inverted, "f32.mask"], "mask.bias2d")
-        return self._node("Unsqueeze", [bias, "axes.12"], "mask.bias")
 
     def _heads(self, x: str, perm: list[int]) -> str:
         split = self._node("Reshape", [x, "shape.heads"], f"{x}.heads")

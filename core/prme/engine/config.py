@@ -79,5 +79,8 @@ class EngineConfig(BaseModel):
     # Weight of the previous record of the same session in a record's vector:
     # normalize(own + w * previous_own); 0 indexes each record's own embedding alone.
     vector_session_context: float = Field(default=0.6, ge=0.0, le=4.0)
+    # How a record's own vector is made: the mean of its sentences' vectors, or one vector
+    # of the whole text (see engine/vector_input.py).
+    vector_segments: Literal["sentences", "whole"] = "sentences"
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import math
+import struct
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
 from prme.engine.deps import EngineDeps
 from prme.engine.nodes import node_from_event
+from prme.engine.vector_input import vector_segments
 from prme.engine.work_refs import WorkRef
 from prme.errors import (
     ConflictError,
@@ -26,6 +31,8 @@ from prme.model.records import MemoryNode, OwnerKey, WorkItem
 from prme.model.search import IndexDocument
 
 MAX_WORK_ATTEMPTS = 25
+# A vector as the engine handles it: a tuple from an index, or a float64 row of embeddings.
+Vector: TypeAlias = Sequence[float] | NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -52,24 +59,49 @@ def index_document(
 ) -> IndexDocument:
     """The node as the index stores it; `content_vector` (its own embedding) defaults to `vector`."""
     searched = _floats(vector)
-    return IndexDocument(
-        tenant_id=node.tenant_id,
-        owner_id=node.owner_id,
-        node_id=node.id,
-        text=node.content,
-        vector=searched,
-        content_vector=searched if content_vector is None else _floats(content_vector),
-        embedding_model=model_key,
-        node_type=node.node_type,
-        source_type=node.source_type,
-        epistemic_type=node.epistemic_type,
-        lifecycle_state=node.lifecycle_state,
-        scope=node.scope,
-        session_id=node.session_id,
-        event_time=node.event_time,
-        created_at=node.created_at,
-        expires_at=node.expires_at,
+    content = searched if content_vector is None else _floats(content_vector)
+    return IndexDocument(**_document_fields(node, searched, content, model_key))
+
+
+def _made_document(
+    node: MemoryNode,
+    vector: tuple[float, ...],
+    content_vector: tuple[float, ...],
+    model_key: str,
+) -> IndexDocument:
+    """`index_document` for vectors `index_nodes` has just made with `tolist`.
+
+    Every field already has its model type (a validated node's fields, tuples of Python
+    floats), so validation would only copy both vectors float by float: it is skipped."""
+    return IndexDocument.model_construct(
+        **_document_fields(node, vector, content_vector, model_key)
     )
+
+
+def _document_fields(
+    node: MemoryNode,
+    vector: tuple[float, ...],
+    content_vector: tuple[float, ...],
+    model_key: str,
+) -> dict[str, Any]:
+    return {
+        "tenant_id": node.tenant_id,
+        "owner_id": node.owner_id,
+        "node_id": node.id,
+        "text": node.content,
+        "vector": vector,
+        "content_vector": content_vector,
+        "embedding_model": model_key,
+        "node_type": node.node_type,
+        "source_type": node.source_type,
+        "epistemic_type": node.epistemic_type,
+        "lifecycle_state": node.lifecycle_state,
+        "scope": node.scope,
+        "session_id": node.session_id,
+        "event_time": node.event_time,
+        "created_at": node.created_at,
+        "expires_at": node.expires_at,
+    }
 
 
 def index_work_item(deps: EngineDeps, node: MemoryNode) -> WorkItem:
@@ -87,18 +119,6 @@ def index_work_item(deps: EngineDeps, node: MemoryNode) -> WorkItem:
     )
 
 
-def vector_text(node: MemoryNode, policy: str = "speaker_then_content") -> str:
-    """What the vector channel embeds: the record as a reader sees it, speaker first.
-
-    "What did Ana say about the trip?" should land near Ana's lines, not the other person's
-    words on the same topic. The lexical index keeps the node text alone: the speaker is
-    not a keyword field (a name written only in speaker does not match lexical search)."""
-    speaker = node.speaker
-    if policy == "speaker_then_content" and speaker and not node.content.startswith(speaker):
-        return f"{speaker}: {node.content}"
-    return node.content
-
-
 def _floats(vector: Sequence[float] | NDArray[np.float64]) -> tuple[float, ...]:
     """A vector as a tuple of Python floats (tolist converts numpy arrays in one C call)."""
     if isinstance(vector, tuple):
@@ -114,17 +134,35 @@ def session_context_vector(
 
     A short reply ("Yes, last week!") lands near what it answers. The own vector is kept
     as it is without a predecessor, with weight 0, or when the mix would have no direction."""
-    mine = np.asarray(own, dtype=np.float64)
+    mixed = _mixed(np.asarray(own, dtype=np.float64), predecessor, weight)
+    return _floats(own) if mixed is None else _floats(mixed)
+
+
+def _mixed(
+    own: NDArray[np.float64], predecessor: Vector | None, weight: float
+) -> NDArray[np.float64] | None:
+    """normalize(own + weight * predecessor), or None where `session_context_vector` keeps
+    the own vector. Works on arrays so indexing converts each vector to a tuple only once."""
     if predecessor is None or weight <= 0:
-        return _floats(own)
-    before = np.asarray(predecessor, dtype=np.float64)
-    if before.shape != mine.shape:
-        return _floats(own)
-    mixed = mine + weight * before
-    norm = float(np.linalg.norm(mixed))
-    if not np.isfinite(norm) or norm == 0.0:
-        return _floats(own)
-    return _floats(mixed / norm)
+        return None
+    before = _array(predecessor)
+    if before.shape != own.shape:
+        return None
+    mixed = own + weight * before
+    # np.linalg.norm of a 1-d vector is sqrt(x.dot(x)): the same value without its checks.
+    norm = math.sqrt(mixed.dot(mixed))
+    if not math.isfinite(norm) or norm == 0.0:
+        return None
+    mixed /= norm
+    return mixed
+
+
+def _array(vector: Vector) -> NDArray[np.float64]:
+    """A vector as a float64 array. A tuple of floats is packed as C doubles in one call:
+    the same values for about half the work of `np.asarray`, which inspects each item."""
+    if isinstance(vector, tuple):
+        return np.frombuffer(struct.pack(f"{len(vector)}d", *vector), dtype=np.float64)
+    return np.asarray(vector, dtype=np.float64)
 
 
 def effective_time(node: MemoryNode) -> datetime:
@@ -157,17 +195,20 @@ def _batch_predecessors(nodes: Sequence[MemoryNode]) -> dict[int, int]:
 
 
 def session_predecessors(
-    deps: EngineDeps, nodes: Sequence[MemoryNode], own: Sequence[tuple[float, ...]]
-) -> list[tuple[float, ...] | None]:
+    deps: EngineDeps, nodes: Sequence[MemoryNode], own: Sequence[Vector]
+) -> list[Vector | None]:
     """The own vector of the record said just before each node in its session, if any.
 
     The latest earlier record among this batch and the index: a batch need not hold every
     record of a session (a reindex of some records, a late turn), and a record must get the
     same vector whatever batch it is indexed in. One batched index lookup per owner."""
-    result: list[tuple[float, ...] | None] = [None] * len(nodes)
+    result: list[Vector | None] = [None] * len(nodes)
     if deps.config.vector_session_context <= 0:
         return result
     model_key = deps.embedder.model.key
+    if len(nodes) == 1:
+        # A single record (every direct store) has no batch candidate: the index decides.
+        return [_indexed_predecessor(deps, nodes[0], model_key)]
     in_batch = _batch_predecessors(nodes)
     batch_ids = {node.id for node in nodes}
     # Index answers that compete with a batch candidate: the later of the two wins.
@@ -192,6 +233,19 @@ def session_predecessors(
     return result
 
 
+def _indexed_predecessor(
+    deps: EngineDeps, node: MemoryNode, model_key: str
+) -> tuple[float, ...] | None:
+    """`session_predecessors` of a batch of one node, without the batch bookkeeping."""
+    if node.session_id is None:
+        return None
+    (found,) = deps.index.session_predecessors(
+        _owner_of(node), [(node.session_id, effective_time(node))], model_key
+    )
+    # An older copy of this very node is not its predecessor.
+    return None if found is None or found[0] == node.id else found[1]
+
+
 def _indexed_predecessors(
     deps: EngineDeps, nodes: Sequence[MemoryNode], model_key: str
 ) -> dict[int, tuple[str, tuple[float, ...]] | None]:
@@ -209,7 +263,13 @@ def _indexed_predecessors(
 
 
 def _owner_of(node: MemoryNode) -> OwnerKey:
-    return OwnerKey(tenant_id=node.tenant_id, owner_id=node.owner_id)
+    return _owner_key(node.tenant_id, node.owner_id)
+
+
+@lru_cache(maxsize=1024)
+def _owner_key(tenant_id: str, owner_id: str) -> OwnerKey:
+    # Keys are frozen, so one per partition is shared; indexing asks for it once a record.
+    return OwnerKey(tenant_id=tenant_id, owner_id=owner_id)
 
 
 def _ledger_orders(
@@ -231,23 +291,23 @@ def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     if not nodes:
         return None
     try:
-        policy = deps.config.vector_text
-        embedded = deps.embedder.embed([vector_text(node, policy) for node in nodes])
-        own = [_floats(vector) for vector in embedded]
+        config = deps.config
+        embedded = deps.embedder.embed_segmented(
+            [vector_segments(node, config.vector_text, config.vector_segments) for node in nodes]
+        )
+        # Float64 rows (the embedder's values exactly): mixing reads them without copies and
+        # each vector becomes a tuple of floats once, for its index document.
+        own: list[NDArray[np.float64]] = list(np.asarray(embedded, dtype=np.float64))
         before = session_predecessors(deps, nodes, own)
         weight = deps.config.vector_session_context
         model_key = deps.embedder.model.key
-        deps.index.upsert(
-            [
-                index_document(
-                    node,
-                    session_context_vector(vector, previous, weight),
-                    model_key,
-                    content_vector=vector,
-                )
-                for node, vector, previous in zip(nodes, own, before, strict=True)
-            ]
-        )
+        documents: list[IndexDocument] = []
+        for node, vector, previous in zip(nodes, own, before, strict=True):
+            content = _floats(vector)
+            mixed = _mixed(vector, previous, weight)
+            searched = content if mixed is None else _floats(mixed)
+            documents.append(_made_document(node, searched, content, model_key))
+        deps.index.upsert(documents)
     except EmbeddingUnavailableError:
         return "embedding_unavailable"
     except IndexUnavailableError:

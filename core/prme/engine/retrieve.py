@@ -265,6 +265,7 @@ def retrieve_memories(
             fill_budget=fill_budget,
             vector_text=config.vector_text,
             vector_session_context=config.vector_session_context,
+            vector_segments=config.vector_segments,
             session_context_anchors=(
                 config.retrieval.session_context_anchors if context.anchor_of else 0
             ),

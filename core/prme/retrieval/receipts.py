@@ -67,6 +67,8 @@ class ReceiptConfig(BaseModel):
     # The weight of the previous record of the session in each indexed vector (0 in older
     # receipts: each record's own embedding).
     vector_session_context: float = 0.0
+    # How each record's own vector was made ("whole" in older receipts: the whole text).
+    vector_segments: str = "whole"
     # Session context of a budget fill (0 when none was added: older receipts, limits, caps).
     session_context_anchors: int = 0
     session_context_radius: int = 0

@@ -17,6 +17,7 @@ import numpy as np
 from opensearchpy.exceptions import OpenSearchException
 
 from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD
+from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
@@ -456,12 +457,14 @@ class OpenSearchIndex:
 
     @staticmethod
     def _lexical_request(owner: OwnerKey, query: IndexQuery) -> Query:
+        # The same words the embedded backend searches (see backends/query_words.py).
+        words = " ".join(query_words(query.text))
         return {
             "size": query.lexical_k,
             "track_scores": True,
             "query": {
                 "bool": {
-                    "must": [{"match": {"text": {"query": query.text, "operator": "or"}}}],
+                    "must": [{"match": {"text": {"query": words, "operator": "or"}}}],
                     "filter": [filter_query(owner, query.filters)],
                 }
             },

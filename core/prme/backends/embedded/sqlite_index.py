@@ -6,8 +6,8 @@ and reloaded only when another process changed that owner's documents.
 
 from __future__ import annotations
 
-import re
 import sqlite3
+import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from prme.backends.embedded.sqlite import Synchronous, connect
+from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
@@ -44,71 +45,25 @@ CREATE INDEX IF NOT EXISTS docs_session_time ON docs (
     WHERE session_id IS NOT NULL;
 """
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Function words that match almost every record and only slow the OR query down.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
+_INSERT_DOC = (
+    "INSERT INTO docs (tenant, owner, node_id, node_type, source_type, epistemic_type, "
+    "lifecycle_state, scope, session_id, event_time, created_at, expires_at, model, "
+    "vector, text, content_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_INSERT_NEW_DOC = _INSERT_DOC + " ON CONFLICT (tenant, owner, node_id) DO NOTHING"
 _FILTER_COLUMNS = ("node_type", "source_type", "epistemic_type", "lifecycle_state", "scope")
 
 
 def _blob(vector: tuple[float, ...] | None) -> bytes | None:
-    return np.asarray(vector, dtype=np.float32).tobytes() if vector is not None else None
+    """Native float32 bytes, as numpy's float32 `tobytes` writes them: struct casts each
+    float to a C float the same way and skips building an intermediate array."""
+    return struct.pack(f"{len(vector)}f", *vector) if vector is not None else None
+
+
+def _from_blob(blob: bytes) -> tuple[float, ...]:
+    """The vector a `_blob` stored, as Python floats (each float32 widened exactly)."""
+    values: tuple[float, ...] = struct.unpack(f"{len(blob) // 4}f", blob)
+    return values
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -117,9 +72,7 @@ def _ts(value: datetime | None) -> float | None:
 
 def match_expression(text: str) -> str | None:
     """An FTS5 OR query of the text's distinct words, each quoted so no word is an operator."""
-    words = [w for w in dict.fromkeys(_WORD.findall(text.lower())) if w not in _STOPWORDS]
-    if not words:
-        words = list(dict.fromkeys(_WORD.findall(text.lower())))
+    words = query_words(text)
     return " OR ".join(f'"{w}"' for w in words) if words else None
 
 
@@ -195,10 +148,6 @@ class SqliteVectorIndex:
         vector = _blob(doc.vector)
         # Stored only when it differs from `vector`; the lookup falls back to `vector`.
         content_vector = _blob(doc.content_vector) if doc.content_vector != doc.vector else None
-        row = self._conn.execute(
-            "SELECT rowid FROM docs WHERE tenant=? AND owner=? AND node_id=?",
-            (doc.tenant_id, doc.owner_id, doc.node_id),
-        ).fetchone()
         values = (
             doc.tenant_id,
             doc.owner_id,
@@ -217,15 +166,17 @@ class SqliteVectorIndex:
             doc.text,
             content_vector,
         )
-        if row is not None:
-            self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", (row[0],))
-            self._conn.execute("DELETE FROM docs WHERE rowid=?", (row[0],))
-        cursor = self._conn.execute(
-            "INSERT INTO docs (tenant, owner, node_id, node_type, source_type, epistemic_type, "
-            "lifecycle_state, scope, session_id, event_time, created_at, expires_at, model, "
-            "vector, text, content_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            values,
-        )
+        # A new node (the usual case) costs one statement. A node already indexed is replaced
+        # as before: its row and text are deleted and the new row takes the next rowid.
+        cursor = self._conn.execute(_INSERT_NEW_DOC, values)
+        if cursor.rowcount == 0:
+            (rowid,) = self._conn.execute(
+                "SELECT rowid FROM docs WHERE tenant=? AND owner=? AND node_id=?",
+                (doc.tenant_id, doc.owner_id, doc.node_id),
+            ).fetchone()
+            self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", (rowid,))
+            self._conn.execute("DELETE FROM docs WHERE rowid=?", (rowid,))
+            cursor = self._conn.execute(_INSERT_DOC, values)
         self._conn.execute(
             "INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, doc.text)
         )
@@ -289,9 +240,7 @@ class SqliteVectorIndex:
                 raise IndexUnavailableError() from exc
         if row is None or row[1] != embedding_model or row[2] is None:
             return None
-        return str(row[0]), tuple(
-            np.frombuffer(row[2], dtype=np.float32).astype(np.float64).tolist()
-        )
+        return str(row[0]), _from_blob(row[2])
 
     def session_predecessors(
         self,

@@ -1,0 +1,86 @@
+"""What the vector channel embeds for a record: its sentences, each as the reader sees it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from prme.embedding.hashing import HashingEmbedder
+from prme.engine.vector_input import MAX_SEGMENTS, vector_segments, vector_text
+from prme.model.canonical import sha256_text
+from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
+from prme.model.records import SPEAKER_METADATA_KEY, MemoryNode
+
+NOW = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def node(content: str, speaker: str | None = "Ana") -> MemoryNode:
+    return MemoryNode(
+        id="n1",
+        tenant_id="t",
+        owner_id="o",
+        node_type=NodeType.NOTE,
+        content=content,
+        content_sha256=sha256_text(content),
+        scope=Scope.PERSONAL,
+        source_type=SourceType.USER_STATED,
+        epistemic_type=EpistemicType.ASSERTED,
+        confidence=0.7,
+        lifecycle_state=LifecycleState.TENTATIVE,
+        created_at=NOW,
+        updated_at=NOW,
+        metadata={SPEAKER_METADATA_KEY: speaker} if speaker else {},
+    )
+
+
+def test_each_sentence_of_five_words_or_more_is_a_segment_with_the_speaker() -> None:
+    record = node(
+        "Wow, great news! I just signed up for a pottery class. It is like therapy for me."
+    )
+    assert vector_segments(record) == [
+        "Ana: I just signed up for a pottery class.",
+        "Ana: It is like therapy for me.",
+    ]
+
+
+def test_a_record_without_a_long_sentence_is_one_segment_as_before() -> None:
+    record = node("Thanks! See you soon.")
+    assert vector_segments(record) == [vector_text(record)] == ["Ana: Thanks! See you soon."]
+
+
+def test_line_breaks_end_sentences_and_whole_keeps_one_text() -> None:
+    record = node("Groceries for the week ahead\nmilk eggs bread butter and some cheese")
+    assert vector_segments(record, "content") == [
+        "Groceries for the week ahead",
+        "milk eggs bread butter and some cheese",
+    ]
+    assert vector_segments(record, segmenting="whole") == [vector_text(record)]
+
+
+def test_speaker_is_not_repeated_and_records_without_one_are_plain() -> None:
+    assert vector_segments(node("Ana: I booked the trip to Lisbon today.")) == [
+        "Ana: I booked the trip to Lisbon today."
+    ]
+    assert vector_segments(node("I booked the trip to Lisbon today.", None)) == [
+        "I booked the trip to Lisbon today."
+    ]
+
+
+def test_long_documents_are_embedded_from_their_first_sentences() -> None:
+    text = " ".join(f"Sentence number {i} has enough words." for i in range(MAX_SEGMENTS + 5))
+    segments = vector_segments(node(text, None))
+    assert len(segments) == MAX_SEGMENTS
+    assert segments[0] == "Sentence number 0 has enough words."
+
+
+def test_the_generic_segmented_embedding_is_the_normalised_mean() -> None:
+    embedder = HashingEmbedder(dimension=32)
+    groups = [["red apples grow here", "blue skies over water"], ["one more"]]
+    vectors = embedder.embed_segmented(groups)
+    first = embedder.embed(groups[0]).mean(axis=0)
+    assert np.allclose(vectors[0], first / np.linalg.norm(first), atol=1e-6)
+    assert np.allclose(vectors[1], embedder.embed(groups[1])[0], atol=1e-6)
+    with pytest.raises(ValueError, match="at least one segment"):
+        embedder.embed_segmented([[]])
