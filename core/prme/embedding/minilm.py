@@ -35,6 +35,8 @@ _HEAD_DIM = _HIDDEN // _HEADS
 _LAYERS = 6
 _LAYER_NORM_EPS = 1e-12
 _MAX_TOKENS = 256
+# Up to this many texts are tokenized in the calling thread (see `_tokenize`).
+_SEQUENTIAL_TOKENIZE = 16
 _OPSET = 17
 # Bumped whenever the graph layout changes, so a stale file in a cache dir is not reused.
 _GRAPH_FORMAT = "2"
@@ -140,7 +142,12 @@ class MiniLmEmbedder:
     @staticmethod
     def _tokenize(runtime: _Runtime, texts: Sequence[str]) -> list[list[int]]:
         try:
-            encodings = runtime.tokenizer.encode_batch(list(texts))
+            if len(texts) <= _SEQUENTIAL_TOKENIZE:
+                # A store's few texts: tokenizing them in this thread is cheaper than waking
+                # the tokenizer's thread pool, which competes with onnxruntime's threads.
+                encodings = [runtime.tokenizer.encode(text) for text in texts]
+            else:
+                encodings = runtime.tokenizer.encode_batch(list(texts))
         except Exception as exc:
             raise EmbeddingUnavailableError("Embedding tokenizer failed") from exc
         return [list(encoding.ids) for encoding in encodings]
