@@ -11,7 +11,10 @@ from prme.embedding.hashing import HashingEmbedder
 from prme.engine.vector_input import MAX_SEGMENTS, vector_segments, vector_text
 from prme.model.canonical import sha256_text
 from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
+from prme.model.inputs import StoreInput
 from prme.model.records import SPEAKER_METADATA_KEY, MemoryNode
+from prme.model.search import IndexQuery
+from tests.conftest import ALICE, memory_harness
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -84,3 +87,30 @@ def test_the_generic_segmented_embedding_is_the_normalised_mean() -> None:
     assert np.allclose(vectors[1], embedder.embed(groups[1])[0], atol=1e-6)
     with pytest.raises(ValueError, match="at least one segment"):
         embedder.embed_segmented([[]])
+
+
+def test_indexing_searches_the_mean_of_the_sentence_vectors_not_the_whole_text() -> None:
+    h = memory_harness()
+    content = "Wow! We went camping by the lake last weekend. The kids loved the huge campfire."
+    stored = h.engine.store(ALICE, StoreInput(content=content, speaker="Ana"))
+    node_id = stored.node_id
+    assert node_id is not None
+    record = h.engine.get_node(ALICE, node_id)
+    sentences = h.embedder.embed_segmented([vector_segments(record)])[0]
+    whole = h.embedder.embed([vector_text(record)])[0]
+    assert float(sentences @ whole) < 0.99  # the two rules give different vectors
+
+    def cosine_in_index(query: np.ndarray) -> float:
+        hits = h.index.search(
+            ALICE,
+            IndexQuery(
+                text="zzz",
+                vector=tuple(float(x) for x in query),
+                embedding_model=h.embedder.model.key,
+                vector_k=5,
+            ),
+        )
+        return hits.semantic[node_id]
+
+    assert cosine_in_index(sentences) == pytest.approx(1.0, abs=1e-6)
+    assert cosine_in_index(whole) < 0.99

@@ -206,9 +206,6 @@ def session_predecessors(
     if deps.config.vector_session_context <= 0:
         return result
     model_key = deps.embedder.model.key
-    if len(nodes) == 1:
-        # A single record (every direct store) has no batch candidate: the index decides.
-        return [_indexed_predecessor(deps, nodes[0], model_key)]
     in_batch = _batch_predecessors(nodes)
     batch_ids = {node.id for node in nodes}
     # Index answers that compete with a batch candidate: the later of the two wins.
@@ -231,19 +228,6 @@ def session_predecessors(
         if order is None or order < _order(nodes[batch]):
             result[i] = own[batch]
     return result
-
-
-def _indexed_predecessor(
-    deps: EngineDeps, node: MemoryNode, model_key: str
-) -> tuple[float, ...] | None:
-    """`session_predecessors` of a batch of one node, without the batch bookkeeping."""
-    if node.session_id is None:
-        return None
-    (found,) = deps.index.session_predecessors(
-        _owner_of(node), [(node.session_id, effective_time(node))], model_key
-    )
-    # An older copy of this very node is not its predecessor.
-    return None if found is None or found[0] == node.id else found[1]
 
 
 def _indexed_predecessors(
