@@ -1,6 +1,7 @@
 """Speed of the offline MiniLM embedder: cold load, single-sentence latency, batched throughput.
 
-Run from the repo root: `PYTHONPATH=core .venv/bin/python benchmarks/embedder_speed.py [--quick]`.
+Run from the repo root:
+`PYTHONPATH=core .venv/bin/python benchmarks/embedder_speed.py [--quick] [--precision int8|float32]`.
 Targets are reported as pass/fail, never asserted: timings depend on the machine.
 """
 
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prme.embedding.minilm import MiniLmEmbedder
+from prme.embedding.minilm import MiniLmEmbedder, Precision
 
 SINGLE_TARGET_MS = 5.0
 BATCH_TARGET_PER_S = 300.0
@@ -59,13 +60,13 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[index]
 
 
-def measure(quick: bool) -> dict[str, Any]:
+def measure(quick: bool, precision: Precision = "int8") -> dict[str, Any]:
     single_runs = 50 if quick else 200
     batch_sentences = 256 if quick else 1024
     batch_repeats = 1 if quick else 3
 
     started = time.perf_counter()
-    embedder = MiniLmEmbedder()
+    embedder = MiniLmEmbedder(precision=precision)
     embedder.embed(["warm up the model"])
     cold_load_s = time.perf_counter() - started
 
@@ -166,8 +167,14 @@ def main() -> None:
         default=Path("benchmarks/results/embedder_speed.json"),
         help="where to write the results (default: %(default)s)",
     )
+    parser.add_argument(
+        "--precision",
+        choices=["int8", "float32"],
+        default="int8",
+        help="MiniLM weights (default: %(default)s)",
+    )
     args = parser.parse_args()
-    result = measure(quick=args.quick)
+    result = measure(quick=args.quick, precision=args.precision)
     print_table(result)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

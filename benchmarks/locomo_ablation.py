@@ -26,6 +26,7 @@ ROWS: list[tuple[str, str, dict[str, str]]] = [
     ("no_fill", "results capped at 10", {"PRME_RETRIEVAL__DEFAULT_LIMIT": "10"}),
     ("no_speaker_vector", "text-only vectors", {"PRME_VECTOR_TEXT": "content"}),
     ("whole_text_vector", "whole-text vectors", {"PRME_VECTOR_SEGMENTS": "whole"}),
+    ("float32_weights", "float32 MiniLM weights", {"PRME_MINILM_PRECISION": "float32"}),
     ("no_session_vector", "no session-context vectors", {"PRME_VECTOR_SESSION_CONTEXT": "0"}),
     ("no_speaker_boost", "no speaker boost", {"PRME_SCORING__SPEAKER_BOOST": "0"}),
     ("no_time_mention", "no mentioned-date boost", {"PRME_SCORING__TIME_MENTION_BOOST": "0"}),

@@ -41,7 +41,7 @@ def build_embedder(settings: Settings) -> Embedder:
         return HashingEmbedder()
     from prme.embedding.minilm import MiniLmEmbedder
 
-    return MiniLmEmbedder()
+    return MiniLmEmbedder(precision=settings.minilm_precision)
 
 
 def build_extractor(settings: Settings) -> Extractor:

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     # The owner `prme mcp` (stdio) acts for: a local agent's memory belongs to one user.
     mcp_user_id: str = Field(default="default", min_length=1, max_length=256)
     embedder: Literal["minilm", "hashing", "bedrock"] = "minilm"
+    # MiniLM's linear layers: int8 weights (faster, cosine about 0.99 to float32) or float32
+    # (sentence-transformers' exact vectors). Another vector space: changing it needs a reindex
+    # (until then the vector channel reports embedding_model_mismatch).
+    minilm_precision: Literal["int8", "float32"] = "int8"
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     bedrock_embedding_dimension: Literal[256, 512, 1024] = 1024

