@@ -1,4 +1,4 @@
-"""The `prme` command: serve the HTTP API, manage API keys, process pending work."""
+"""The `prme` command: serve the HTTP API, manage API keys, process pending work, reindex."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prme.composition import open_backend
 from prme.model.enums import CredentialRole
+from prme.model.records import OwnerKey
 from prme.settings import Settings
 
 
@@ -126,6 +127,25 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         backend.close()
 
 
+def _reindex(args: argparse.Namespace, settings: Settings) -> int:
+    """Re-embed one owner's records with the current embedder and vector settings."""
+    from prme.engine.identity import validate_user_id
+
+    user_id = validate_user_id(args.user_id)
+    backend = open_backend(settings, args.data_dir)
+    owner = OwnerKey(tenant_id=settings.tenant_id, owner_id=user_id)
+
+    def say(done: int, total: int) -> None:
+        print(f"reindexed {done}/{total} records", file=sys.stderr, flush=True)
+
+    try:
+        report = backend.engine.reindex(owner, progress=say)
+    finally:
+        backend.close()
+    print(f"reindexed={report.nodes} batches={report.batches} model={report.embedding_model}")
+    return 0
+
+
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the MCP tools on stdin/stdout for one configured owner (nothing else on stdout)."""
     from prme.engine.identity import Principal, validate_user_id
@@ -168,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run one pass over pending work")
     worker.add_argument("--budget-ms", type=int, default=None)
 
+    reindex = sub.add_parser(
+        "reindex",
+        help="re-embed one owner's records (after changing the embedder or vector settings)",
+    )
+    reindex.add_argument("--user-id", required=True, help="the owner whose records to reindex")
+
     mcp = sub.add_parser("mcp", help="serve the MCP tools over stdio for one owner")
     mcp.add_argument(
         "--user-id", default=None, help="the owner the tools act for (PRME_MCP_USER_ID)"
@@ -184,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "worker": _worker,
         "bootstrap": _bootstrap,
         "mcp": _mcp,
+        "reindex": _reindex,
     }
     return handlers[args.command](args, settings)
 

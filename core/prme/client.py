@@ -17,6 +17,7 @@ from prme.engine.extraction import IngestResult
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
+from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.engine.store import StoreResult
 from prme.errors import InvalidRequestError
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
@@ -199,6 +200,14 @@ class MemoryClient:
         self, *, user_id: str | None = None, budget_ms: int | None = None
     ) -> ProcessingReport:
         return self._engine.process_pending(self._owner(user_id), budget_ms=budget_ms)
+
+    def reindex(
+        self, *, user_id: str | None = None, progress: ReindexProgress | None = None
+    ) -> ReindexReport:
+        """Re-embed and re-index every record of the user with the current embedder and
+        vector settings (needed after changing PRME_MINILM_PRECISION, PRME_VECTOR_*).
+        `progress(done, total)` is called after each batch."""
+        return self._engine.reindex(self._owner(user_id), progress=progress)
 
     def ingest(
         self,

@@ -22,6 +22,7 @@ from prme.engine.deps import EngineDeps
 from prme.engine.extraction import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
+from prme.engine.reindex import ReindexProgress, ReindexReport, reindex_owner
 from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
@@ -163,6 +164,9 @@ class MemoryEngine:
         self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
     ) -> ProcessingReport:
         return materialize.process_pending_work(self.deps, owner, budget_ms=budget_ms)
+
+    def reindex(self, owner: OwnerKey, *, progress: ReindexProgress | None = None) -> ReindexReport:
+        return reindex_owner(self.deps, owner, progress=progress)
 
     # -- relevance feedback and answer citations (engine/feedback.py) --
 
