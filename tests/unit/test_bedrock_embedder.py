@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
+from typing import Any
 
 import boto3
 import numpy as np
@@ -46,7 +49,8 @@ def test_one_call_per_text_with_dimension_and_normalised_output() -> None:
             },
         )
     with stub:
-        vectors = BedrockEmbedder(client, MODEL, 4).embed(["first", "second"])
+        # Sequential: the Stubber hands out its responses in call order.
+        vectors = BedrockEmbedder(client, MODEL, 4, max_concurrency=1).embed(["first", "second"])
     assert vectors.shape == (2, 4)
     assert np.allclose(vectors[0], [0.6, 0.8, 0.0, 0.0])
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
@@ -96,3 +100,51 @@ def test_model_identity_names_the_bedrock_model() -> None:
     client, _ = client_and_stub()
     info = BedrockEmbedder(client, MODEL, 1024).model
     assert (info.name, info.dimension) == (MODEL, 1024)
+
+
+class SlowTitan:
+    """A stand-in for the bedrock-runtime client: each request takes 50 ms and answers a
+    vector naming its input, so order and overlap can be checked."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def invoke_model(self, **request: Any) -> dict[str, Any]:
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(0.05)
+        text = json.loads(request["body"])["inputText"]
+        with self.lock:
+            self.in_flight -= 1
+        if text == "refused":
+            from botocore.exceptions import ClientError
+
+            error = {"Error": {"Code": "ThrottlingException", "Message": "secret provider text"}}
+            raise ClientError(error, "InvokeModel")
+        return {"body": body({"embedding": [float(len(text)), 1.0, 0.0, 0.0]})}
+
+
+def test_the_texts_of_one_call_are_requested_concurrently_and_kept_in_order() -> None:
+    titan = SlowTitan()
+    texts = ["a", "bb", "ccc", "dddd", "eeeee"]
+    vectors = BedrockEmbedder(titan, MODEL, 4, max_concurrency=4).embed(texts)
+    assert titan.most_in_flight == 4
+    expected = np.array([[len(t), 1.0, 0.0, 0.0] for t in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(vectors, expected)
+
+
+def test_a_failed_request_among_concurrent_ones_fails_the_call_sanitized() -> None:
+    titan = SlowTitan()
+    with pytest.raises(EmbeddingUnavailableError) as raised:
+        BedrockEmbedder(titan, MODEL, 4).embed(["fine", "refused", "fine too"])
+    assert "secret provider text" not in str(raised.value)
+
+
+def test_max_concurrency_must_be_positive() -> None:
+    client, _ = client_and_stub()
+    with pytest.raises(ValueError, match="max_concurrency"):
+        BedrockEmbedder(client, MODEL, 4, max_concurrency=0)
