@@ -109,7 +109,8 @@ class MiniLmEmbedder:
 
     A text's vector depends only on that text (on a record's own segments for
     `embed_segmented`), never on what else is in the call. In float32 rows of up to
-    `batch_size` run together; in int8 every row runs alone, because onnxruntime scales each
+    `batch_size` run together (batch shapes change only float rounding); in int8 every row
+    runs alone, exactly reproducible, because onnxruntime scales each
     layer's quantized input by the largest value in the whole batch, so rows run together
     would shift each other's vectors (measured: cosine down to 0.978).
     """
