@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prme.composition import open_backend
+from prme.errors import PrmeError
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
 from prme.settings import Settings
@@ -140,6 +141,10 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         report = backend.engine.reindex(owner, progress=say)
+    except PrmeError as exc:
+        # Batches before the failure are rewritten; a rerun redoes every record.
+        print(f"reindex stopped: {exc.detail}. Run it again when that is fixed.", file=sys.stderr)
+        return 1
     finally:
         backend.close()
     print(f"reindexed={report.nodes} batches={report.batches} model={report.embedding_model}")

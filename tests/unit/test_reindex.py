@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +14,6 @@ from numpy.typing import NDArray
 from prme.cli import main
 from prme.client import MemoryClient
 from prme.embedding.hashing import HashingEmbedder
-from prme.engine.deps import EngineDeps
 from prme.engine.reindex import reindex_owner
 from prme.engine.service import MemoryEngine
 from prme.errors import EmbeddingUnavailableError
@@ -49,18 +49,7 @@ def store_turns(h: Harness, owner: OwnerKey, order: Sequence[int]) -> None:
 
 def switched(h: Harness, embedder: Embedder) -> MemoryEngine:
     """An engine over the same ledger and index with another embedder (a new release)."""
-    deps = h.engine.deps
-    return MemoryEngine(
-        EngineDeps(
-            ledger=h.ledger,
-            index=h.index,
-            queue=h.queue,
-            embedder=embedder,
-            clock=h.clock,
-            token_counter=deps.token_counter,
-            config=deps.config,
-        )
-    )
+    return MemoryEngine(replace(h.engine.deps, embedder=embedder))
 
 
 def vectors(doc: IndexDocument) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -191,3 +180,23 @@ def test_cli_reindexes_one_users_records_and_reports_progress(
     out, err = capsys.readouterr()
     assert out.strip() == "reindexed=2 batches=1 model=prme/hashing@1/64"
     assert "reindexed 2/2 records" in err
+
+
+def test_cli_says_why_a_reindex_stopped_and_exits_non_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "memory"
+    with MemoryClient(data, settings=Settings(embedder="hashing")) as client:
+        client.store("I signed up for a pottery class.", user_id="alice")
+    monkeypatch.setenv("PRME_EMBEDDER", "hashing")
+
+    def unavailable(self: HashingEmbedder, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
+        raise EmbeddingUnavailableError()
+
+    monkeypatch.setattr(HashingEmbedder, "embed_segmented", unavailable)
+
+    assert main(["--data-dir", str(data), "reindex", "--user-id", "alice"]) == 1
+
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "reindex stopped: Embedding model unavailable" in err
