@@ -165,15 +165,27 @@ def test_reindex_batch_size_must_be_positive() -> None:
         reindex_owner(memory_harness().engine.deps, ALICE, batch_size=0)
 
 
+def hashing_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records: Sequence[tuple[str, str]]
+) -> Path:
+    """An embedded memory holding (user, text) records, and the CLI set to the same embedder."""
+    data = tmp_path / "memory"
+    with MemoryClient(data, settings=Settings(embedder="hashing")) as client:
+        for user_id, text in records:
+            client.store(text, user_id=user_id)
+    monkeypatch.setenv("PRME_EMBEDDER", "hashing")
+    return data
+
+
 def test_cli_reindexes_one_users_records_and_reports_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "memory"
-    with MemoryClient(data, settings=Settings(embedder="hashing")) as client:
-        client.store("I signed up for a pottery class.", user_id="alice")
-        client.store("The lake was freezing.", user_id="alice")
-        client.store("Somebody else's record.", user_id="bob")
-    monkeypatch.setenv("PRME_EMBEDDER", "hashing")
+    records = [
+        ("alice", "I signed up for a pottery class."),
+        ("alice", "The lake was freezing."),
+        ("bob", "Somebody else's record."),
+    ]
+    data = hashing_memory(tmp_path, monkeypatch, records)
 
     assert main(["--data-dir", str(data), "reindex", "--user-id", "alice"]) == 0
 
@@ -185,10 +197,7 @@ def test_cli_reindexes_one_users_records_and_reports_progress(
 def test_cli_says_why_a_reindex_stopped_and_exits_non_zero(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "memory"
-    with MemoryClient(data, settings=Settings(embedder="hashing")) as client:
-        client.store("I signed up for a pottery class.", user_id="alice")
-    monkeypatch.setenv("PRME_EMBEDDER", "hashing")
+    data = hashing_memory(tmp_path, monkeypatch, [("alice", "I signed up for a pottery class.")])
 
     def unavailable(self: HashingEmbedder, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
         raise EmbeddingUnavailableError()

@@ -270,28 +270,34 @@ def _ledger_orders(
     }
 
 
+def write_index_documents(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> None:
+    """Embed nodes and upsert their index documents. Raises EmbeddingUnavailableError or
+    IndexUnavailableError when a dependency is down."""
+    if not nodes:
+        return
+    config = deps.config
+    embedded = deps.embedder.embed_segmented(
+        [vector_segments(node, config.vector_text, config.vector_segments) for node in nodes]
+    )
+    # Float64 rows (the embedder's values exactly): mixing reads them without copies and
+    # each vector becomes a tuple of floats once, for its index document.
+    own: list[NDArray[np.float64]] = list(np.asarray(embedded, dtype=np.float64))
+    before = session_predecessors(deps, nodes, own)
+    weight = config.vector_session_context
+    model_key = deps.embedder.model.key
+    documents: list[IndexDocument] = []
+    for node, vector, previous in zip(nodes, own, before, strict=True):
+        content = _floats(vector)
+        mixed = _mixed(vector, previous, weight)
+        searched = content if mixed is None else _floats(mixed)
+        documents.append(_made_document(node, searched, content, model_key))
+    deps.index.upsert(documents)
+
+
 def index_nodes(deps: EngineDeps, nodes: Sequence[MemoryNode]) -> str | None:
     """Embed and index nodes; the failure category when a dependency is down, else None."""
-    if not nodes:
-        return None
     try:
-        config = deps.config
-        embedded = deps.embedder.embed_segmented(
-            [vector_segments(node, config.vector_text, config.vector_segments) for node in nodes]
-        )
-        # Float64 rows (the embedder's values exactly): mixing reads them without copies and
-        # each vector becomes a tuple of floats once, for its index document.
-        own: list[NDArray[np.float64]] = list(np.asarray(embedded, dtype=np.float64))
-        before = session_predecessors(deps, nodes, own)
-        weight = deps.config.vector_session_context
-        model_key = deps.embedder.model.key
-        documents: list[IndexDocument] = []
-        for node, vector, previous in zip(nodes, own, before, strict=True):
-            content = _floats(vector)
-            mixed = _mixed(vector, previous, weight)
-            searched = content if mixed is None else _floats(mixed)
-            documents.append(_made_document(node, searched, content, model_key))
-        deps.index.upsert(documents)
+        write_index_documents(deps, nodes)
     except EmbeddingUnavailableError:
         return "embedding_unavailable"
     except IndexUnavailableError:

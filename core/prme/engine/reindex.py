@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prme.engine.deps import EngineDeps
-from prme.engine.materialize import effective_time, index_nodes
-from prme.errors import EmbeddingUnavailableError, IndexUnavailableError
+from prme.engine.materialize import effective_time, write_index_documents
 from prme.model.records import OwnerKey
 
 REINDEX_BATCH = 128
@@ -55,11 +54,7 @@ def reindex_owner(
     nodes = sorted(deps.ledger.list_nodes(owner), key=lambda n: (effective_time(n), n.id))
     batches = 0
     for start in range(0, len(nodes), batch_size):
-        failure = index_nodes(deps, nodes[start : start + batch_size])
-        if failure == "embedding_unavailable":
-            raise EmbeddingUnavailableError()
-        if failure is not None:
-            raise IndexUnavailableError()
+        write_index_documents(deps, nodes[start : start + batch_size])
         batches += 1
         if progress is not None:
             progress(min(start + batch_size, len(nodes)), len(nodes))
