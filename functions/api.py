@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
-from functions.runtime import backend, logger, metrics, tracer
+from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
@@ -34,7 +34,12 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 def _adapter() -> Mangum:
     built = backend()
     app = create_app(
-        ApiRuntime(engine=built.engine, credentials=built.credentials, auth=AuthPolicy())
+        ApiRuntime(
+            engine=built.engine,
+            credentials=built.credentials,
+            auth=AuthPolicy(),
+            request_budget_ms=settings().request_budget_ms,
+        )
     )
     return Mangum(app, lifespan="off")
 
@@ -45,6 +50,9 @@ def _adapter() -> Mangum:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ApiRequests", unit=MetricUnit.Count, value=1)
     asyncio.set_event_loop(_event_loop())
-    # Mangum types its own context protocol; powertools' LambdaContext is the same object.
-    response: dict[str, Any] = _adapter()(event, cast(Any, context))
+    # Opened first, so a cold start's build counts against the invocation's time too; set
+    # around Mangum, so the request's task and the thread its route runs in copy it.
+    with invocation_deadline(context):
+        # Mangum types its own context protocol; powertools' LambdaContext is the same object.
+        response: dict[str, Any] = _adapter()(event, cast(Any, context))
     return response

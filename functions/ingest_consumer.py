@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.runtime import backend, logger, metrics, settings, tracer
+from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import queue_specs
 from prme.engine.identity import validate_user_id
 from prme.errors import InvalidRequestError
@@ -104,6 +104,9 @@ def record_handler(record: SQSRecord) -> None:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     metrics.add_metric(name="ImportMessages", unit=MetricUnit.Count, value=len(event["Records"]))
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    # Records still waiting when the deadline is spent fail fast and SQS redelivers them,
+    # instead of Lambda stopping the whole batch mid-write.
+    with invocation_deadline(context):
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
+from prme.engine.deadlines import Deadline, deadline_scope
 from prme.settings import Settings
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
+
+# Kept back from the invocation's remaining time: enough to turn a late failure into an
+# answer (a 503, a pending status, a batch's failure report) before Lambda stops the function.
+LAMBDA_MARGIN_MS = 1_500
+
+
+@contextmanager
+def invocation_deadline(context: LambdaContext) -> Iterator[Deadline | None]:
+    """Run the invocation under the function's remaining time, less the margin."""
+    remaining_ms = context.get_remaining_time_in_millis() - LAMBDA_MARGIN_MS
+    with deadline_scope(max(0, remaining_ms) / 1000) as deadline:
+        yield deadline
 
 
 @cache

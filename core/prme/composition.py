@@ -28,10 +28,11 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "bedrock":
         import boto3
 
+        from prme.backends.aws.deadline_clients import DeadlineBoundClient
         from prme.embedding.bedrock import BedrockEmbedder
 
         return BedrockEmbedder(
-            boto3.client("bedrock-runtime"),
+            DeadlineBoundClient(lambda config: boto3.client("bedrock-runtime", config=config)),
             settings.bedrock_embedding_model_id,
             settings.bedrock_embedding_dimension,
         )
@@ -49,11 +50,16 @@ def build_extractor(settings: Settings) -> Extractor:
     if settings.extractor == "bedrock":
         import boto3
 
+        from prme.backends.aws.deadline_clients import STEPS, DeadlineBoundClient
         from prme.extraction.bedrock import BedrockConverseExtractor
 
-        return BedrockConverseExtractor(
-            boto3.client("bedrock-runtime"), settings.bedrock_extraction_model_id
+        # A model's answer takes seconds: a longer read timeout and a longer first step.
+        client = DeadlineBoundClient(
+            lambda config: boto3.client("bedrock-runtime", config=config),
+            read_timeout_s=60.0,
+            steps=(20.0, *STEPS),
         )
+        return BedrockConverseExtractor(client, settings.bedrock_extraction_model_id)
     if settings.extractor == "openai":
         import httpx
 

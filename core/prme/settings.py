@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     # OpenSearch makes writes searchable at its next refresh (about 1 s). True makes each
     # store wait for visibility: read-your-writes at the cost of store latency.
     opensearch_refresh_on_write: bool = False
+    # Time budget of one API request: every dependency call takes its timeout from what is
+    # left of it, so a hung dependency costs a degraded or pending answer, never a cut-off.
+    # Below API Gateway's 30 s integration timeout and the api function's timeout; on Lambda
+    # the function's remaining time (less a margin) bounds it as well.
+    request_budget_ms: int = Field(default=25_000, ge=100, le=900_000)
     # Work pending longer than this is re-announced by the sweeper.
     work_overdue_seconds: int = Field(default=120, ge=1)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,8 +44,14 @@ class BedrockEmbedder:
         if len(texts) == 1 or self._max_concurrency == 1:
             vectors = [self._embed_one(text) for text in texts]
         else:
-            # map keeps the input order and re-raises the first failure in that order.
-            vectors = list(self._pool.map(self._embed_one, texts))
+            # Each task runs in a copy of the caller's context, so the request's deadline
+            # (a context variable) bounds the pool's calls too. Results keep the input order
+            # and the first failure in that order is re-raised.
+            futures = [
+                self._pool.submit(contextvars.copy_context().run, self._embed_one, text)
+                for text in texts
+            ]
+            vectors = [future.result() for future in futures]
         for row, vector in enumerate(vectors):
             out[row] = vector
         return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
 from prme.engine.session_context import SessionContext, expand_session_context
 from prme.errors import EmbeddingUnavailableError, PrmeError
@@ -46,6 +47,11 @@ from prme.retrieval.results import (
 from prme.retrieval.value_bindings import bindings_from_metadata, visible_bindings
 
 VECTOR_FAILURE = "VECTOR"
+# Shares of what is left of the request's deadline: a hung embedder costs the vector channel
+# (a degraded answer), not the lexical search; the search leaves time to read the candidates
+# from the ledger and save the receipt.
+EMBED_SHARE_OF_DEADLINE = 0.3
+SEARCH_SHARE_OF_DEADLINE = 0.6
 
 
 def build_index_filter(request: RetrieveInput, now: datetime) -> IndexFilter:
@@ -85,25 +91,27 @@ def gather_candidates(
     failures: list[str] = []
     vector: tuple[float, ...] | None = None
     model_key: str | None = None
-    try:
-        vector = tuple(float(x) for x in deps.embedder.embed([request.query])[0])
-        model_key = deps.embedder.model.key
-    except EmbeddingUnavailableError:
-        failures.append(VECTOR_FAILURE)
+    with share_of_deadline(EMBED_SHARE_OF_DEADLINE):
+        try:
+            vector = tuple(float(x) for x in deps.embedder.embed([request.query])[0])
+            model_key = deps.embedder.model.key
+        except EmbeddingUnavailableError:
+            failures.append(VECTOR_FAILURE)
     if flt.source_types is not None and not flt.source_types:
         # An empty allow-list admits nothing: no need to ask the index.
         return Candidates({}, {}, {}, {}, 0, 0, failures, model_key)
-    hits = deps.index.search(
-        owner,
-        IndexQuery(
-            text=request.query,
-            vector=vector,
-            embedding_model=model_key,
-            vector_k=k,
-            lexical_k=k,
-            filters=flt,
-        ),
-    )
+    with share_of_deadline(SEARCH_SHARE_OF_DEADLINE):
+        hits = deps.index.search(
+            owner,
+            IndexQuery(
+                text=request.query,
+                vector=vector,
+                embedding_model=model_key,
+                vector_k=k,
+                lexical_k=k,
+                filters=flt,
+            ),
+        )
     if hits.vector_failure and VECTOR_FAILURE not in failures:
         failures.append(VECTOR_FAILURE)
     ranks: dict[str, dict[str, int]] = {}

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record, request_digest
 from prme.engine.materialize import index_nodes
@@ -28,6 +29,9 @@ from prme.model.records import (
 from prme.retrieval.value_bindings import bindings_to_metadata, check_binding_admission
 
 DIRECT_STORE_OPERATION = "direct_store"
+# The index write may use this share of what is left of the request's deadline; the rest is
+# kept for the ledger commit, so a hung index costs a pending status, never the commit.
+INDEX_SHARE_OF_DEADLINE = 0.5
 STORE_OPERATION = "store"
 
 
@@ -178,7 +182,8 @@ def store_memory(
     # Index first, then commit everything in one ledger write whose work item already says
     # whether indexing happened. A crash or failed commit in between leaves only an index
     # document without a node, which retrieval drops because it reads nodes from the ledger.
-    failure = index_nodes(deps, [commit.node])
+    with share_of_deadline(INDEX_SHARE_OF_DEADLINE):
+        failure = index_nodes(deps, [commit.node])
     if failure is None:
         commit = commit.model_copy(
             update={"work": commit.work.model_copy(update={"status": WorkStatus.DONE})}

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http import routes_aliases, routes_feedback, routes_quantities
+from prme.http.deadlines import RequestDeadlineMiddleware
 from prme.http.dependencies import (
     ERRORS,
     READ_ERRORS,
@@ -56,6 +57,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     )
     app.state.runtime = runtime
     install_error_handlers(app)
+    app.add_middleware(RequestDeadlineMiddleware, budget_ms=runtime.request_budget_ms)
     engine = runtime.engine
 
     @app.get("/health", include_in_schema=False)

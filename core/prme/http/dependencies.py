@@ -22,6 +22,8 @@ class ApiRuntime:
     engine: MemoryEngine
     credentials: CredentialService
     auth: AuthPolicy
+    # Each request's time budget (PRME_REQUEST_BUDGET_MS); None leaves requests unbounded.
+    request_budget_ms: int | None = None
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

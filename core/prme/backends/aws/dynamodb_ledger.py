@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from prme.backends.aws import resources
 from prme.backends.commit_rule import applied_once
+from prme.engine.deadlines import remaining_seconds
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -185,12 +186,16 @@ class DynamoDbLedger:
     def _backoff(self, attempt: int) -> None:
         ceiling = min(self._max_delay_s, self._base_delay_s * 2 ** (attempt - 1))
         # Equal jitter: never zero (so retries really wait) yet spread across callers.
-        self._sleep(ceiling / 2 + self._jitter() * ceiling / 2)
+        delay = ceiling / 2 + self._jitter() * ceiling / 2
+        remaining = remaining_seconds()
+        if remaining is not None and delay >= remaining:
+            # Waiting would spend the request's deadline: answer busy now instead.
+            raise RetryableStorageError()
+        self._sleep(delay)
 
     def _call(
         self, operation: str, *, request_token: bool = False, **kwargs: Any
     ) -> dict[str, Any]:
-        method: Callable[..., dict[str, Any]] = getattr(self._client, operation)
         attempt = 1
         while True:
             if request_token:
@@ -200,6 +205,8 @@ class DynamoDbLedger:
                 # failure (throttled or cancelled: nothing was written), so each gets a new one.
                 kwargs["ClientRequestToken"] = str(uuid.uuid4())
             try:
+                # Read per attempt: a deadline-bound client picks timeouts that fit what is left.
+                method: Callable[..., dict[str, Any]] = getattr(self._client, operation)
                 return method(**kwargs)
             except ClientError as exc:
                 failure = _failure_of(exc)

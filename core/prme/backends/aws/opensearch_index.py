@@ -19,6 +19,7 @@ from opensearchpy.exceptions import OpenSearchException
 from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD
 from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
+from prme.engine.deadlines import remaining_seconds
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
@@ -33,6 +34,8 @@ _MODEL_BUCKETS = 5
 # a search sees a write only after the next refresh (1 s by default), this covers the gap.
 _RECENT_SECONDS = 10.0
 _RECENT_MAX = 500
+# An attempt shorter than this cannot finish even a healthy request: fail fast instead.
+_MIN_ATTEMPT_S = 0.05
 
 Query = dict[str, Any]
 
@@ -218,9 +221,24 @@ class OpenSearchIndex:
     def __init__(self, client: Any, alias: str, *, refresh_on_write: bool = False) -> None:
         self._client = client
         self._alias = alias
+        # The client retries a timed-out request itself (`retry_on_timeout`): a deadline is
+        # shared by that many attempts, each with the client's own timeout as a ceiling.
+        transport = getattr(client, "transport", None)
+        self._attempts = 1 + int(getattr(transport, "max_retries", 0))
+        self._timeout_ceiling_s = float(getattr(transport, "kwargs", {}).get("timeout", 10.0))
         self._refresh = "true" if refresh_on_write else "false"
         # With a refresh on every write, every write is searchable once `upsert` returns.
         self._recent = None if refresh_on_write else RecentSessionWrites()
+
+    def _deadline_params(self) -> dict[str, float]:
+        """The per-request timeout that keeps every attempt within the request's deadline."""
+        remaining = remaining_seconds()
+        if remaining is None:
+            return {}
+        per_attempt = min(self._timeout_ceiling_s, remaining / self._attempts)
+        if per_attempt < _MIN_ATTEMPT_S:
+            raise IndexUnavailableError()
+        return {"request_timeout": per_attempt}
 
     # -- writes ------------------------------------------------------------------------
 
@@ -236,7 +254,9 @@ class OpenSearchIndex:
             }
             body.extend(({"index": action}, to_source(doc)))
         try:
-            response = self._client.bulk(body=body, refresh=self._refresh)
+            response = self._client.bulk(
+                body=body, refresh=self._refresh, **self._deadline_params()
+            )
         except OpenSearchException as exc:
             raise IndexUnavailableError() from exc
         # Read every item before failing: the caller retries the whole batch, which is safe
@@ -264,7 +284,9 @@ class OpenSearchIndex:
         if run_vector:
             body.extend((header, self._vector_request(owner, query)))
         try:
-            responses: list[Mapping[str, Any]] = self._client.msearch(body=body)["responses"]
+            responses: list[Mapping[str, Any]] = self._client.msearch(
+                body=body, **self._deadline_params()
+            )["responses"]
         except (OpenSearchException, KeyError, TypeError) as exc:
             raise IndexUnavailableError() from exc
         models_response = responses[0]
@@ -324,7 +346,7 @@ class OpenSearchIndex:
             body.append({"index": self._alias, "routing": owner.tenant_id})
             body.append(self._predecessor_request(owner, session_id, _millis(before)))
         try:
-            response = self._client.msearch(body=body)
+            response = self._client.msearch(body=body, **self._deadline_params())
             answers: list[Mapping[str, Any]] = response["responses"]
             if len(answers) != len(lookups) or any("error" in a for a in answers):
                 raise IndexUnavailableError()
@@ -361,7 +383,7 @@ class OpenSearchIndex:
                     )
                 )
         try:
-            response = self._client.msearch(body=body)
+            response = self._client.msearch(body=body, **self._deadline_params())
             answers: list[Mapping[str, Any]] = response["responses"]
             if len(answers) != 2 * len(anchors) or any("error" in a for a in answers):
                 raise IndexUnavailableError()

@@ -26,19 +26,17 @@ class AwsClients:
 def build_clients(settings: Settings) -> AwsClients:
     """One client per service; endpoints come from AWS_ENDPOINT_URL* and PRME_OPENSEARCH_URL."""
     import boto3
-    from botocore.config import Config
 
+    from prme.backends.aws.deadline_clients import DeadlineBoundClient
     from prme.backends.aws.opensearch_index import build_opensearch_client
 
     if not settings.opensearch_url:
         raise StorageUnavailableError("PRME_OPENSEARCH_URL is not set")
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10
-    )
     session = boto3.session.Session()
     return AwsClients(
-        dynamodb=session.client("dynamodb", config=config),
-        sqs=session.client("sqs", config=config),
+        # Timeouts and retries follow each request's deadline (see deadline_clients.py).
+        dynamodb=DeadlineBoundClient(lambda config: session.client("dynamodb", config=config)),
+        sqs=DeadlineBoundClient(lambda config: session.client("sqs", config=config)),
         opensearch=build_opensearch_client(
             settings.opensearch_url, auth=settings.opensearch_auth, region=session.region_name
         ),
