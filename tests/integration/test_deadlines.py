@@ -108,11 +108,25 @@ def hung_index(server: HungServer, alias: str) -> OpenSearchIndex:
     return OpenSearchIndex(build_opensearch_client(server.url, auth="none", region=None), alias)
 
 
+def deadline_bound_dynamodb(endpoint: str) -> DeadlineBoundClient:
+    """A DynamoDB client built as the deployed backend builds it (service.build_clients)."""
+    return DeadlineBoundClient(
+        lambda config: boto3.client(
+            "dynamodb", endpoint_url=endpoint, region_name="us-east-1", config=config
+        )
+    )
+
+
 def test_store_on_a_hung_index_commits_pending_in_time_and_completes_later(
-    aws_resources: tuple[Any, str, Any, str], hung: HungServer
+    aws_resources: tuple[Any, str, Any, str], aws_endpoint: str, hung: HungServer
 ) -> None:
     h = aws_harness(*aws_resources)
-    while_hung = engine_with(h, index=hung_index(hung, aws_resources[3]))
+    while_hung = engine_with(
+        h,
+        index=hung_index(hung, aws_resources[3]),
+        # The commit's client follows the deadline too: it must still fit after the index.
+        ledger=DynamoDbLedger(deadline_bound_dynamodb(aws_endpoint), aws_resources[1]),
+    )
 
     with within_budget() as timed:
         result = while_hung.store(ALICE, StoreInput(content="stored while the index hung"))
@@ -145,12 +159,8 @@ def test_store_on_a_hung_dynamodb_answers_503_in_time_and_writes_nothing(
     aws_resources: tuple[Any, str, Any, str], hung: HungServer
 ) -> None:
     h = aws_harness(*aws_resources)
-    hung_dynamodb = DeadlineBoundClient(
-        lambda config: boto3.client(
-            "dynamodb", endpoint_url=hung.url, region_name="us-east-1", config=config
-        )
-    )
-    while_hung = engine_with(h, ledger=DynamoDbLedger(hung_dynamodb, aws_resources[1]))
+    hung_ledger = DynamoDbLedger(deadline_bound_dynamodb(hung.url), aws_resources[1])
+    while_hung = engine_with(h, ledger=hung_ledger)
 
     with within_budget() as timed, pytest.raises(StorageUnavailableError) as raised:
         while_hung.store(ALICE, StoreInput(content="never acknowledged"))

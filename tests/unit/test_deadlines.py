@@ -1,0 +1,144 @@
+"""Request deadlines: scopes only shorten, engine steps leave time for the steps after them, and
+every client a call may use fits what is left."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from botocore.config import Config
+from botocore.response import StreamingBody
+
+from prme.backends.aws.deadline_clients import DeadlineBoundClient, DeadlineSpentError
+from prme.backends.memory import InMemoryIndex
+from prme.embedding.bedrock import BedrockEmbedder
+from prme.engine.deadlines import deadline_scope, remaining_seconds, share_of_deadline
+from prme.model.enums import ProcessingStatus
+from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.records import OwnerKey
+from prme.model.search import IndexDocument, IndexHits, IndexQuery
+from tests.conftest import ALICE, memory_harness
+
+
+def test_no_deadline_outside_a_request() -> None:
+    assert remaining_seconds() is None
+    with share_of_deadline(0.5) as deadline:
+        assert deadline is None
+
+
+def test_a_scope_can_shorten_the_enclosing_deadline_but_never_lengthen_it() -> None:
+    with deadline_scope(10.0):
+        with deadline_scope(60.0):
+            assert (remaining_seconds() or 0) <= 10.0
+        with deadline_scope(1.0):
+            assert (remaining_seconds() or 0) <= 1.0
+        assert 1.0 < (remaining_seconds() or 0) <= 10.0
+    assert remaining_seconds() is None
+
+
+def test_a_share_leaves_the_rest_for_later_steps() -> None:
+    with deadline_scope(10.0), share_of_deadline(0.25):
+        assert (remaining_seconds() or 0) <= 2.5
+
+
+class DeadlineRecordingIndex(InMemoryIndex):
+    """The in-memory index, noting what is left of the deadline when it is called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[float | None] = []
+
+    def upsert(self, documents: Sequence[IndexDocument]) -> None:
+        self.seen.append(remaining_seconds())
+        super().upsert(documents)
+
+    def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
+        self.seen.append(remaining_seconds())
+        return super().search(owner, query)
+
+
+def test_store_gives_the_index_write_only_its_share_of_the_deadline() -> None:
+    h = memory_harness()
+    index = DeadlineRecordingIndex()
+    engine = type(h.engine)(type(h.engine.deps)(**{**h.engine.deps.__dict__, "index": index}))
+
+    with deadline_scope(10.0):
+        result = engine.store(ALICE, StoreInput(content="a bounded index write"))
+
+    assert result.processing_status is ProcessingStatus.COMPLETED
+    (left,) = index.seen
+    # A good part of the deadline is kept for the ledger commit that follows.
+    assert left is not None
+    assert left <= 8.0
+
+
+def test_retrieve_keeps_time_for_the_ledger_after_its_search() -> None:
+    h = memory_harness()
+    index = DeadlineRecordingIndex()
+    engine = type(h.engine)(type(h.engine.deps)(**{**h.engine.deps.__dict__, "index": index}))
+
+    with deadline_scope(10.0):
+        engine.retrieve(ALICE, RetrieveInput(query="anything"))
+
+    (left,) = index.seen
+    assert left is not None
+    assert left < 10.0 * 0.7
+
+
+def configs_by_budget() -> DeadlineBoundClient:
+    """A stand-in whose "clients" are the botocore configs it built them from."""
+    return DeadlineBoundClient(lambda config: config)
+
+
+def worst_case_s(config: Config) -> float:
+    attempts = config.retries["max_attempts"]
+    per_attempt = config.connect_timeout + config.read_timeout
+    return float(attempts * per_attempt + (attempts - 1) * 1.0)
+
+
+def test_without_a_deadline_calls_keep_the_default_timeouts() -> None:
+    config = configs_by_budget().current()
+    assert (config.connect_timeout, config.read_timeout) == (3.0, 10.0)
+    assert config.retries["max_attempts"] == 3
+
+
+@pytest.mark.parametrize("budget_s", [25.0, 12.0, 5.0, 2.2, 1.0, 0.6, 0.3])
+def test_under_a_deadline_every_attempt_and_retry_fits_what_is_left(budget_s: float) -> None:
+    clients = configs_by_budget()
+    with deadline_scope(budget_s):
+        config = clients.current()
+    assert worst_case_s(config) <= budget_s
+    # The longest attempt that fits is chosen, not a needlessly short one.
+    assert config.connect_timeout + config.read_timeout >= budget_s / 4
+
+
+def test_a_spent_deadline_calls_nothing() -> None:
+    clients = configs_by_budget()
+    with deadline_scope(0.1), pytest.raises(DeadlineSpentError):
+        clients.current()
+
+
+class DeadlineRecordingTitan:
+    """A Bedrock runtime client that notes the deadline each request sees."""
+
+    def __init__(self) -> None:
+        self.seen: list[float | None] = []
+
+    def invoke_model(self, **request: Any) -> dict[str, Any]:
+        self.seen.append(remaining_seconds())
+        raw = json.dumps({"embedding": [1.0, 0.0, 0.0, 0.0]}).encode()
+        return {"body": StreamingBody(io.BytesIO(raw), len(raw))}
+
+
+def test_bedrock_requests_sent_from_its_thread_pool_see_the_callers_deadline() -> None:
+    titan = DeadlineRecordingTitan()
+    embedder = BedrockEmbedder(titan, "amazon.titan-embed-text-v2:0", 4, max_concurrency=4)
+
+    with deadline_scope(10.0):
+        embedder.embed(["one", "two", "three"])
+
+    assert len(titan.seen) == 3
+    assert all(left is not None and left <= 10.0 for left in titan.seen)
