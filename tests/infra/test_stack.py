@@ -273,3 +273,18 @@ def test_cdk_json_repeats_the_context_defaults() -> None:
 
     cdk_json = json.loads((REPO_ROOT / "infra" / "cdk.json").read_text())
     assert cdk_json["context"] == CONTEXT_DEFAULTS
+
+
+def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
+    """The deadline, not Lambda or API Gateway, must end a slow request: the api function's
+    timeout covers the request budget plus the margin kept to answer, and stays within API
+    Gateway's 30 s integration timeout (a later answer would be lost)."""
+    from functions.runtime import LAMBDA_MARGIN_MS
+
+    (api,) = (
+        f["Properties"]
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions.api.handler"
+    )
+    budget_ms = Settings.model_fields["request_budget_ms"].default
+    assert budget_ms + LAMBDA_MARGIN_MS <= api["Timeout"] * 1000 <= 30_000

@@ -10,8 +10,6 @@ loaded machine), not a performance target.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,16 +19,22 @@ from typing import Any
 import boto3
 import pytest
 
+from localstack.hung_port import HungPort
 from prme.backends.aws.deadline_clients import DeadlineBoundClient
 from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
 from prme.backends.aws.opensearch_index import OpenSearchIndex, build_opensearch_client
 from prme.engine.deadlines import deadline_scope
+from prme.engine.work_refs import WorkRef
 from prme.errors import IndexUnavailableError, StorageUnavailableError, status_for
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
 from tests.conftest import ALICE, aws_harness
 from tests.integration.lambda_support import ALICE as API_ALICE
 from tests.integration.lambda_support import Deployed, FakeLambdaContext, load_event
+from tests.integration.test_lambda_handlers import sqs_event
+
+# Each case waits out a budget on purpose.
+pytestmark = pytest.mark.slow
 
 BUDGET_S = 3.0
 # Allowance over the budget for scheduling on a busy machine; far below a single default
@@ -38,47 +42,10 @@ BUDGET_S = 3.0
 ALLOWANCE_S = 1.0
 
 
-class HungServer:
-    """Accepts every connection on a loopback port and never reads or answers."""
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._held: list[socket.socket] = []
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        self._listener.settimeout(0.1)
-        while not self._stopped.is_set():
-            try:
-                connection, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self._held.append(connection)
-
-    def close(self) -> None:
-        self._stopped.set()
-        self._thread.join()
-        for connection in self._held:
-            connection.close()
-        self._listener.close()
-
-
 @pytest.fixture
-def hung() -> Iterator[HungServer]:
-    server = HungServer()
-    try:
-        yield server
-    finally:
-        server.close()
+def hung() -> Iterator[HungPort]:
+    with HungPort() as port:
+        yield port
 
 
 @dataclass
@@ -103,7 +70,7 @@ def engine_with(h: Any, **replacements: Any) -> Any:
     return type(h.engine)(type(deps)(**{**deps.__dict__, **replacements}))
 
 
-def hung_index(server: HungServer, alias: str) -> OpenSearchIndex:
+def hung_index(server: HungPort, alias: str) -> OpenSearchIndex:
     # The production client settings: 10 s timeout, two retries on timeout.
     return OpenSearchIndex(build_opensearch_client(server.url, auth="none", region=None), alias)
 
@@ -118,7 +85,7 @@ def deadline_bound_dynamodb(endpoint: str) -> DeadlineBoundClient:
 
 
 def test_store_on_a_hung_index_commits_pending_in_time_and_completes_later(
-    aws_resources: tuple[Any, str, Any, str], aws_endpoint: str, hung: HungServer
+    aws_resources: tuple[Any, str, Any, str], aws_endpoint: str, hung: HungPort
 ) -> None:
     h = aws_harness(*aws_resources)
     while_hung = engine_with(
@@ -142,7 +109,7 @@ def test_store_on_a_hung_index_commits_pending_in_time_and_completes_later(
 
 
 def test_retrieve_on_a_hung_index_answers_503_in_time(
-    aws_resources: tuple[Any, str, Any, str], hung: HungServer
+    aws_resources: tuple[Any, str, Any, str], hung: HungPort
 ) -> None:
     h = aws_harness(*aws_resources)
     h.engine.store(ALICE, StoreInput(content="a record the hung index holds"))
@@ -156,7 +123,7 @@ def test_retrieve_on_a_hung_index_answers_503_in_time(
 
 
 def test_store_on_a_hung_dynamodb_answers_503_in_time_and_writes_nothing(
-    aws_resources: tuple[Any, str, Any, str], hung: HungServer
+    aws_resources: tuple[Any, str, Any, str], hung: HungPort
 ) -> None:
     h = aws_harness(*aws_resources)
     hung_ledger = DynamoDbLedger(deadline_bound_dynamodb(hung.url), aws_resources[1])
@@ -217,7 +184,7 @@ def _invoke(path: str, key: str, body: dict[str, Any]) -> tuple[int, dict[str, A
 
 
 def test_api_handler_stores_pending_and_retrieves_503_on_a_hung_index_in_time(
-    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungServer, opensearch_url: str
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungPort, opensearch_url: str
 ) -> None:
     from functions import runtime
 
@@ -234,17 +201,27 @@ def test_api_handler_stores_pending_and_retrieves_503_on_a_hung_index_in_time(
     assert "accepted" not in body
     assert elapsed < BUDGET_S + ALLOWANCE_S
 
-    # Back on the real index: the stored source was committed and its work completes.
+    # The materializer, on a short invocation, defers the work in time (SQS redelivers it).
+    from functions import materializer
+
+    (work,) = runtime.backend().engine.get_processing_status(API_ALICE, stored["event_id"])[1]
+    started = time.monotonic()
+    deferred = materializer.handler(sqs_event([WorkRef.of(work)]), ShortLambdaContext())
+    assert deferred == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    assert time.monotonic() - started < BUDGET_S + ALLOWANCE_S
+
+    # Back on the real index: the redelivered message completes the stored source's work.
     _rebuild_handler_with(monkeypatch, PRME_OPENSEARCH_URL=opensearch_url)
+    done = materializer.handler(sqs_event([WorkRef.of(work)]), ShortLambdaContext())
+    assert done == {"batchItemFailures": []}
     engine = runtime.backend().engine
-    assert engine.process_pending(API_ALICE).processed == 1
     assert (
         engine.get_processing_status(API_ALICE, stored["event_id"])[0] is ProcessingStatus.COMPLETED
     )
 
 
 def test_api_handler_answers_503_on_a_hung_dynamodb_in_time(
-    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungServer
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungPort
 ) -> None:
     _rebuild_handler_with(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB=hung.url)
 
