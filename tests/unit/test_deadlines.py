@@ -94,7 +94,7 @@ def configs_by_budget() -> DeadlineBoundClient:
 
 
 def worst_case_s(config: Config) -> float:
-    attempts = config.retries["max_attempts"]
+    attempts = config.retries["total_max_attempts"]
     per_attempt = config.connect_timeout + config.read_timeout
     return float(attempts * per_attempt + (attempts - 1) * 1.0)
 
@@ -102,7 +102,7 @@ def worst_case_s(config: Config) -> float:
 def test_without_a_deadline_calls_keep_the_default_timeouts() -> None:
     config = configs_by_budget().current()
     assert (config.connect_timeout, config.read_timeout) == (3.0, 10.0)
-    assert config.retries["max_attempts"] == 3
+    assert config.retries["total_max_attempts"] == 4
 
 
 @pytest.mark.parametrize("budget_s", [25.0, 12.0, 5.0, 2.2, 1.0, 0.6, 0.3])
@@ -142,3 +142,63 @@ def test_bedrock_requests_sent_from_its_thread_pool_see_the_callers_deadline() -
 
     assert len(titan.seen) == 3
     assert all(left is not None and left <= 10.0 for left in titan.seen)
+
+
+def test_each_http_request_runs_under_the_configured_budget() -> None:
+    from fastapi.testclient import TestClient
+
+    from prme.backends.memory import InMemoryCredentialStore
+    from prme.engine.credentials import CredentialService
+    from prme.http.app import create_app
+    from prme.http.auth import AuthPolicy
+    from prme.http.dependencies import ApiRuntime
+    from prme.model.enums import CredentialRole
+
+    h = memory_harness()
+    index = DeadlineRecordingIndex()
+    engine = type(h.engine)(type(h.engine.deps)(**{**h.engine.deps.__dict__, "index": index}))
+    credentials = CredentialService(InMemoryCredentialStore(), h.clock)
+    key = credentials.create(tenant_id="t1", owner_id="alice", role=CredentialRole.OWNER).secret
+    runtime = ApiRuntime(
+        engine=engine, credentials=credentials, auth=AuthPolicy(), request_budget_ms=2_000
+    )
+    with TestClient(create_app(runtime)) as client:
+        response = client.post(
+            "/v1/retrieve", json={"query": "anything"}, headers={"Authorization": f"Bearer {key}"}
+        )
+    assert response.status_code == 200
+    (left,) = index.seen
+    assert left is not None
+    assert left <= 2.0
+    # The scope ends with the request.
+    assert remaining_seconds() is None
+
+
+@pytest.mark.parametrize("budget_s", [25.0, 2.2, 1.0])
+def test_botocore_makes_no_more_attempts_than_the_budget_allows(budget_s: float) -> None:
+    """Counted on a real client whose every attempt times out (before anything is sent)."""
+    import boto3
+    from botocore.exceptions import ReadTimeoutError
+
+    attempts: list[float] = []
+
+    def time_out(**_: Any) -> None:
+        attempts.append(1.0)
+        raise ReadTimeoutError(endpoint_url="http://127.0.0.1:9")
+
+    clients = DeadlineBoundClient(
+        lambda config: boto3.client(
+            "dynamodb",
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            config=config,
+        )
+    )
+    with deadline_scope(budget_s):
+        client = clients.current()
+        client.meta.events.register("before-send", time_out)
+        with pytest.raises(ReadTimeoutError):
+            client.get_item(TableName="t", Key={"pk": {"S": "k"}})
+    per_attempt = client.meta.config.connect_timeout + client.meta.config.read_timeout
+    assert len(attempts) * per_attempt + (len(attempts) - 1) * 1.0 <= budget_s

@@ -53,7 +53,7 @@ class DeadlineBoundClient:
         *,
         connect_timeout_s: float = 3.0,
         read_timeout_s: float = 10.0,
-        max_attempts: int = 3,
+        total_attempts: int = 4,
         steps: Sequence[float] = STEPS,
     ) -> None:
         """The timeouts and attempts are the defaults without a deadline; `steps` are the
@@ -63,15 +63,16 @@ class DeadlineBoundClient:
         self._lock = threading.Lock()
         self._default = make(
             Config(
-                retries={"mode": "standard", "max_attempts": max_attempts},
+                # botocore's `max_attempts` counts retries; the total says what it means.
+                retries={"mode": "standard", "total_max_attempts": total_attempts},
                 connect_timeout=connect_timeout_s,
                 read_timeout=read_timeout_s,
             )
         )
         # Longer than this is left: the defaults fit, hung dependency and retries included.
         self._default_worst_s = (
-            max_attempts * (connect_timeout_s + read_timeout_s)
-            + (max_attempts - 1) * _FIRST_RETRY_BACKOFF_S * 2
+            total_attempts * (connect_timeout_s + read_timeout_s)
+            + (total_attempts - 1) * _FIRST_RETRY_BACKOFF_S * 2
         )
         self._bounded: dict[tuple[float, int], Any] = {}
 
@@ -91,7 +92,7 @@ class DeadlineBoundClient:
                     bound, attempts = step
                     client = self._make(
                         Config(
-                            retries={"mode": "standard", "max_attempts": attempts},
+                            retries={"mode": "standard", "total_max_attempts": attempts},
                             # A hung server accepts the connection and never answers: the
                             # read timeout is what ends the attempt, so it gets most of it.
                             connect_timeout=bound / 4,
