@@ -144,9 +144,8 @@ def test_bedrock_requests_sent_from_its_thread_pool_see_the_callers_deadline() -
     assert all(left is not None and left <= 10.0 for left in titan.seen)
 
 
-def test_each_http_request_runs_under_the_configured_budget() -> None:
-    from fastapi.testclient import TestClient
-
+def recorded_app(budget_ms: int) -> tuple[Any, DeadlineRecordingIndex, dict[str, str]]:
+    """The real app over the in-memory backend, its recording index, and an owner's header."""
     from prme.backends.memory import InMemoryCredentialStore
     from prme.engine.credentials import CredentialService
     from prme.http.app import create_app
@@ -160,18 +159,43 @@ def test_each_http_request_runs_under_the_configured_budget() -> None:
     credentials = CredentialService(InMemoryCredentialStore(), h.clock)
     key = credentials.create(tenant_id="t1", owner_id="alice", role=CredentialRole.OWNER).secret
     runtime = ApiRuntime(
-        engine=engine, credentials=credentials, auth=AuthPolicy(), request_budget_ms=2_000
+        engine=engine, credentials=credentials, auth=AuthPolicy(), request_budget_ms=budget_ms
     )
-    with TestClient(create_app(runtime)) as client:
-        response = client.post(
-            "/v1/retrieve", json={"query": "anything"}, headers={"Authorization": f"Bearer {key}"}
-        )
+    return create_app(runtime), index, {"Authorization": f"Bearer {key}"}
+
+
+def test_each_http_request_runs_under_the_configured_budget() -> None:
+    from fastapi.testclient import TestClient
+
+    app, index, headers = recorded_app(2_000)
+    with TestClient(app) as client:
+        response = client.post("/v1/retrieve", json={"query": "anything"}, headers=headers)
     assert response.status_code == 200
     (left,) = index.seen
     assert left is not None
     assert left <= 2.0
     # The scope ends with the request.
     assert remaining_seconds() is None
+
+
+def test_mcp_tool_calls_run_under_the_same_budget() -> None:
+    from fastapi.testclient import TestClient
+
+    app, index, headers = recorded_app(2_000)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "memory_store", "arguments": {"content": "said over MCP"}},
+    }
+    with TestClient(app, base_url="http://localhost") as client:
+        response = client.post(
+            "/mcp", json=call, headers={**headers, "Accept": "application/json, text/event-stream"}
+        )
+    assert response.status_code == 200
+    (left,) = index.seen
+    assert left is not None
+    assert left <= 2.0
 
 
 @pytest.mark.parametrize("budget_s", [25.0, 2.2, 1.0])
