@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
-from functions.runtime import backend, logger, metrics, tracer
+from functions.runtime import backend, logger, metrics, settings, tracer
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
@@ -34,7 +34,12 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 def _adapter() -> Mangum:
     built = backend()
     app = create_app(
-        ApiRuntime(engine=built.engine, credentials=built.credentials, auth=AuthPolicy())
+        ApiRuntime(
+            engine=built.engine,
+            credentials=built.credentials,
+            auth=AuthPolicy(),
+            max_body_bytes=settings().max_body_bytes,
+        )
     )
     return Mangum(app, lifespan="off")
 
