@@ -38,6 +38,7 @@ def _adapter() -> Mangum:
             engine=built.engine,
             credentials=built.credentials,
             auth=AuthPolicy(),
+            max_body_bytes=settings().max_body_bytes,
             request_budget_ms=settings().request_budget_ms,
         )
     )

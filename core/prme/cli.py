@@ -51,6 +51,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             engine=backend.engine,
             credentials=backend.credentials,
             auth=policy,
+            max_body_bytes=settings.max_body_bytes,
             request_budget_ms=settings.request_budget_ms,
         )
     )

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http import routes_aliases, routes_feedback, routes_quantities
+from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.deadlines import RequestDeadlineMiddleware
 from prme.http.dependencies import (
     ERRORS,
@@ -58,6 +59,8 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     app.state.runtime = runtime
     install_error_handlers(app)
     app.add_middleware(RequestDeadlineMiddleware, budget_ms=runtime.request_budget_ms)
+    # Added last, so it wraps everything: no route, parser or auth check sees a body first.
+    app.add_middleware(BodyPolicyMiddleware, max_body_bytes=runtime.max_body_bytes)
     engine = runtime.engine
 
     @app.get("/health", include_in_schema=False)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from prme.errors import PrmeError, public_body, status_for
+from prme.errors import PrmeError, public_body, status_for, validation_details
 
 logger = logging.getLogger("prme.http")
 
@@ -23,6 +24,13 @@ async def _prme_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=status, content=body, headers=headers)
 
 
+async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
+    # FastAPI's own handler echoes each rejected input: a 100 MB field came back twice, and
+    # an input JSON cannot encode (a lone surrogate) turned the 422 into a 500.
+    assert isinstance(exc, RequestValidationError)  # noqa: S101 - registered for it only
+    return JSONResponse(status_code=422, content={"detail": validation_details(list(exc.errors()))})
+
+
 async def _unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
     logger.error("unhandled error", exc_info=exc)
     return JSONResponse(status_code=500, content={"detail": "Internal server error"})
@@ -30,4 +38,5 @@ async def _unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PrmeError, _prme_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _unexpected_error)
