@@ -52,6 +52,7 @@ bench: install
 	$(BIN)/python -m benchmarks.read_side --quick
 	$(BIN)/python -m benchmarks.locomo_evidence --quick
 	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve
+	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.hung_dependency --quick
 
 package: install  ## the Lambda asset (arm64 wheels, no Docker) in build/lambda
 	$(BIN)/python -m infra.package_lambda --out build/lambda

@@ -23,6 +23,7 @@ from localstack.hung_port import HungPort
 from prme.backends.aws.deadline_clients import DeadlineBoundClient
 from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
 from prme.backends.aws.opensearch_index import OpenSearchIndex, build_opensearch_client
+from prme.embedding.bedrock import BedrockEmbedder
 from prme.engine.deadlines import deadline_scope
 from prme.engine.work_refs import WorkRef
 from prme.errors import IndexUnavailableError, StorageUnavailableError, status_for
@@ -119,6 +120,28 @@ def test_retrieve_on_a_hung_index_answers_503_in_time(
         while_hung.retrieve(ALICE, RetrieveInput(query="record"))
 
     assert status_for(raised.value) == 503
+    assert timed.elapsed < BUDGET_S + ALLOWANCE_S
+
+
+def test_retrieve_with_a_hung_embedder_answers_degraded_in_time(
+    aws_resources: tuple[Any, str, Any, str], hung: HungPort
+) -> None:
+    h = aws_harness(*aws_resources)
+    stored = h.engine.store(ALICE, StoreInput(content="found by its words alone"))
+    hung_bedrock = DeadlineBoundClient(
+        lambda config: boto3.client(
+            "bedrock-runtime", endpoint_url=hung.url, region_name="us-east-1", config=config
+        )
+    )
+    while_hung = engine_with(
+        h, embedder=BedrockEmbedder(hung_bedrock, "amazon.titan-embed-text-v2:0", 256)
+    )
+
+    with within_budget() as timed:
+        response = while_hung.retrieve(ALICE, RetrieveInput(query="words alone"))
+
+    assert response.metrics.backend_failures == ["VECTOR"]
+    assert [r.node_id for r in response.results] == [stored.node_id]
     assert timed.elapsed < BUDGET_S + ALLOWANCE_S
 
 
