@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from prme.backends.aws.deadline_clients import DeadlineBoundClient, DeadlineSpen
 from prme.backends.memory import InMemoryIndex
 from prme.embedding.bedrock import BedrockEmbedder
 from prme.engine.deadlines import deadline_scope, remaining_seconds, share_of_deadline
+from prme.errors import IndexUnavailableError
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.records import OwnerKey
@@ -226,3 +228,36 @@ def test_botocore_makes_no_more_attempts_than_the_budget_allows(budget_s: float)
             client.get_item(TableName="t", Key={"pk": {"S": "k"}})
     per_attempt = client.meta.config.connect_timeout + client.meta.config.read_timeout
     assert len(attempts) * per_attempt + (len(attempts) - 1) * 1.0 <= budget_s
+
+
+class SlowIndex(InMemoryIndex):
+    """Refuses writes while `down`; afterwards each write takes `delay_s`."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.down = True
+        self._delay_s = delay_s
+
+    def upsert(self, documents: Sequence[IndexDocument]) -> None:
+        if self.down:
+            raise IndexUnavailableError()
+        time.sleep(self._delay_s)
+        super().upsert(documents)
+
+
+def test_a_processing_pass_stops_in_time_to_answer_with_its_report() -> None:
+    h = memory_harness()
+    index = SlowIndex(delay_s=0.2)
+    engine = type(h.engine)(type(h.engine.deps)(**{**h.engine.deps.__dict__, "index": index}))
+    owners = [OwnerKey(tenant_id="t1", owner_id=f"owner-{i}") for i in range(8)]
+    for owner in owners:
+        engine.store(owner, StoreInput(content="left pending while the index was down"))
+    index.down = False
+
+    with deadline_scope(1.0):
+        report = engine.process_pending(None)
+
+    # Each owner's batch takes 0.2 s: the pass stopped with most of them still pending,
+    # instead of running on past the deadline (8 x 0.2 s).
+    assert 0 < report.processed < len(owners)
+    assert report.pending == len(owners) - report.processed

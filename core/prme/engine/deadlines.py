@@ -72,3 +72,19 @@ def share_of_deadline(fraction: float) -> Iterator[Deadline | None]:
     remaining = remaining_seconds()
     with deadline_scope(None if remaining is None else remaining * fraction) as deadline:
         yield deadline
+
+
+# A processing pass run by a request (`budget_ms` passes) stops starting new work once it has
+# used this share of what was left when it began; the rest counts what is still pending and
+# answers with the report.
+PASS_SHARE_OF_DEADLINE = 0.5
+
+
+def pass_budget_ms(requested_ms: int | None) -> int | None:
+    """The time a processing pass may take: what its caller asked for, and no more than its
+    share of what is left of the current deadline."""
+    remaining = remaining_seconds()
+    if remaining is None:
+        return requested_ms
+    cap = int(remaining * PASS_SHARE_OF_DEADLINE * 1000)
+    return cap if requested_ms is None else min(requested_ms, cap)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from prme.engine.deadlines import pass_budget_ms
 from prme.engine.deps import EngineDeps
 from prme.engine.inference import infer_source_type
 from prme.engine.materialize import MAX_WORK_ATTEMPTS, ProcessingReport, index_nodes
@@ -154,6 +155,7 @@ def process_extractions(
     deps: EngineDeps, owner: OwnerKey | None, *, budget_ms: int | None = None
 ) -> ProcessingReport:
     """One bounded pass over pending extraction work."""
+    budget_ms = pass_budget_ms(budget_ms)
     if budget_ms == 0:
         return ProcessingReport(
             processed=0, pending=deps.ledger.count_pending_work(owner, family="extract"), failed=0

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from prme.engine.deadlines import pass_budget_ms
 from prme.engine.deps import EngineDeps
 from prme.engine.nodes import node_from_event
 from prme.engine.vector_input import vector_segments
@@ -464,6 +465,7 @@ def process_pending_work(
     deps: EngineDeps, owner: OwnerKey | None, *, budget_ms: int | None = None
 ) -> ProcessingReport:
     """One bounded pass over pending work (one owner, or all owners when `owner` is None)."""
+    budget_ms = pass_budget_ms(budget_ms)
     batch = deps.config.work_batch_size
     if budget_ms == 0:
         return ProcessingReport(
