@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,21 +43,26 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from prme.http.app import create_app
     from prme.http.auth import AuthPolicy
     from prme.http.dependencies import ApiRuntime
+    from prme.logs import start_json_logging
 
-    # Keyless calls are a local convenience of the embedded default, never of the cloud backend.
+    # Keyless calls are a local convenience of the embedded default, never of the cloud backend,
+    # and are decided here, once: a key created later closes them until restart.
     local = is_loopback(args.host) and settings.backend == "embedded"
-    policy = AuthPolicy(open_tenant=settings.tenant_id if local else None)
+    policy = AuthPolicy.at_startup(
+        backend.credentials, local_tenant=settings.tenant_id if local else None
+    )
     app = create_app(
         ApiRuntime(engine=backend.engine, credentials=backend.credentials, auth=policy)
     )
     base = f"http://{args.host}:{args.port}"
     where = settings.backend if settings.backend == "aws" else args.data_dir or settings.data_dir
     print(f"PRME serving {where} at {base}  (docs: {base}/docs)")
-    if keyed or not local:
+    if not policy.keyless_open:
         print("Send 'Authorization: Bearer <key>' with every request (prme keys create).")
     else:
         print(
-            "No API key exists: loopback callers act as an operator (user_id defaults to 'default')."
+            "No API key exists: loopback callers act as an operator (user_id defaults to 'default')"
+            " until a key is created."
         )
     print(
         f"  curl -s {base}/v1/store -H 'content-type: application/json' "
@@ -67,9 +73,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         '-d \'{"query": "Where do I live?", "user_id": "alice"}\''
     )
     sys.stdout.flush()
+    # JSON lines on stderr from a background thread; uvicorn's own loggers included, and no
+    # access log of its own (the request middleware writes one line per request).
+    listener = start_json_logging(("prme", "uvicorn"))
+    logging.getLogger("uvicorn").setLevel(logging.WARNING)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     finally:
+        listener.stop()
         backend.close()
     return 0
 

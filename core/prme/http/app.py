@@ -22,6 +22,7 @@ from prme.http.dependencies import (
     key_text,
 )
 from prme.http.errors import install_error_handlers
+from prme.http.request_log import RequestLogMiddleware
 from prme.http.schemas import (
     ErrorResponse,
     EventResponse,
@@ -56,6 +57,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     )
     app.state.runtime = runtime
     install_error_handlers(app)
+    app.add_middleware(RequestLogMiddleware)
     engine = runtime.engine
 
     @app.get("/health", include_in_schema=False)
