@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sys
@@ -173,6 +174,29 @@ def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
         assert "value_bindings" in tools["memory_store"].input_schema["properties"]
 
     live_mcp.run(live_mcp.keys["alice"], session)
+
+
+@pytest.mark.parametrize("live_mcp", ["embedded"], indirect=True)
+def test_http_first_call_leaves_the_root_logger_alone(live_mcp: LiveMcp) -> None:
+    # Given an application whose root logger has no handler and a level of its own choosing
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    chosen_level = logging.ERROR + 5
+    root.handlers = []
+    root.setLevel(chosen_level)
+    try:
+        # When the first /mcp call builds the MCP server (the SDK configures logging there)
+        async def session(client: Client) -> None:
+            assert (await client.list_tools()).tools
+
+        live_mcp.run(live_mcp.keys["alice"], session)
+        # Then the root logger is as the application left it: no Rich handler formatting
+        # tracebacks on the event loop, no level changed
+        assert root.handlers == []
+        assert root.level == chosen_level
+    finally:
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
 
 
 def test_http_store_retrieve_with_context_and_resolve(live_mcp: LiveMcp) -> None:
