@@ -14,6 +14,7 @@ import traceback
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from logging.handlers import QueueHandler, QueueListener
+from types import TracebackType
 from typing import Any, TextIO
 
 # Set by the HTTP request middleware; log records made while serving a request carry it.
@@ -49,15 +50,28 @@ class JsonFormatter(logging.Formatter):
             if value is not None:
                 line[field] = value
         if record.exc_info and record.exc_info[0] is not None:
-            error_type, _, tb = record.exc_info
             line["error"] = {
-                "type": error_type.__qualname__,
-                "frames": [
-                    f"{frame.filename}:{frame.lineno} in {frame.name}"
-                    for frame in traceback.extract_tb(tb)
-                ],
+                "type": record.exc_info[0].__qualname__,
+                "frames": exception_frames(record.exc_info),
             }
         return json.dumps(line, ensure_ascii=True, default=str)
+
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+
+
+def exception_frames(exc_info: ExcInfo) -> list[str]:
+    return [
+        f"{frame.filename}:{frame.lineno} in {frame.name}"
+        for frame in traceback.extract_tb(exc_info[2])
+    ]
+
+
+def exception_text(exc_info: ExcInfo) -> str:
+    """A traceback without the exception's message, for formatters that take text."""
+    if exc_info[0] is None:
+        return ""
+    return "\n".join([*exception_frames(exc_info), exc_info[0].__qualname__])
 
 
 class DeferredQueueHandler(QueueHandler):

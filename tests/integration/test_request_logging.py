@@ -182,8 +182,8 @@ def test_an_unsafe_inbound_request_id_is_replaced(served: Served, inbound: str) 
 
 
 class EventLoopSpy(logging.Handler):
-    """Stands for a slow handler a library installed on the root logger (Rich, say); notes
-    where warnings and errors (the records with tracebacks) are handled."""
+    """Stands for a slow handler someone installed (a Rich handler on the root logger, say);
+    notes where warnings and errors, the records with tracebacks, are handled."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -195,17 +195,17 @@ class EventLoopSpy(logging.Handler):
 
 
 def test_errors_are_logged_off_the_event_loop_whatever_handles_them(served: Served) -> None:
-    # Given a handler on the root logger, as a library might install, and no prme setup
+    # Given a handler that runs wherever PRME's errors are logged
     spy = EventLoopSpy()
-    root = logging.getLogger()
-    root.addHandler(spy)
+    prme = logging.getLogger("prme")
+    prme.addHandler(spy)
     try:
         # When a route fails unexpectedly and another fails on a dependency
         assert served.client.post("/test/crash").status_code == 500
         auth = {"Authorization": f"Bearer {served.alice.secret}"}
         assert served.client.post("/test/dependency-down", headers=auth).status_code == 503
     finally:
-        root.removeHandler(spy)
+        prme.removeHandler(spy)
     # Then both errors were logged, and neither on the thread that runs the event loop
     assert len(spy.on_event_loop) >= 2
     assert not any(spy.on_event_loop)
