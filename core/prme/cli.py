@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import sys
 from collections.abc import Sequence
@@ -16,21 +15,14 @@ from prme.model.records import OwnerKey
 from prme.settings import Settings
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from prme.http.auth import AuthPolicy, is_loopback_name
+
     if args.backend:
         settings = settings.model_copy(update={"backend": args.backend})
     backend = open_backend(settings, args.data_dir)
     keyed = backend.credentials.any_active()
-    if not is_loopback(args.host) and not keyed:
+    if not is_loopback_name(args.host) and not keyed:
         print(
             f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
             "network. Create one with `prme keys create --user-id NAME` or bind 127.0.0.1.",
@@ -41,13 +33,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from prme.http.app import create_app
-    from prme.http.auth import AuthPolicy
     from prme.http.dependencies import ApiRuntime
     from prme.logs import start_json_logging
 
     # Keyless calls are a local convenience of the embedded default, never of the cloud backend,
     # and are decided here, once: a key created later closes them until restart.
-    local = is_loopback(args.host) and settings.backend == "embedded"
+    local = is_loopback_name(args.host) and settings.backend == "embedded"
     policy = AuthPolicy.at_startup(
         backend.credentials, local_tenant=settings.tenant_id if local else None
     )

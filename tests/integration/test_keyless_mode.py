@@ -98,6 +98,7 @@ def test_a_cross_site_origin_is_refused(backend: EmbeddedBackend, origin: str) -
         ("localhost", "http://localhost:3000"),
         ("[::1]:8000", "http://[::1]:8000"),
         ("LOCALHOST:8000", "https://127.0.0.1"),
+        ("127.0.0.2:8000", "http://127.0.0.2:8000"),
     ],
 )
 def test_loopback_names_are_served(backend: EmbeddedBackend, host: str, origin: str | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -11,9 +12,6 @@ from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
 from prme.errors import AuthenticationError, PermissionDeniedError
 from prme.http.request_log import note_caller
-
-# The names a browser uses for this machine; a DNS-rebinding page arrives under its own name.
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class AuthPolicy:
@@ -61,7 +59,14 @@ class AuthPolicy:
 
 
 def is_loopback_name(host: str) -> bool:
-    return host.lower() in _LOOPBACK_NAMES
+    """`localhost` or a loopback address: the names of this machine. A DNS-rebinding page is
+    addressed by its own domain name, which never passes."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _authority_is_loopback(authority: str) -> bool:
