@@ -79,6 +79,27 @@ def test_a_rebinding_host_is_refused_on_rest_and_mcp(backend: EmbeddedBackend, h
         assert retrieved.json()["results"] == []
 
 
+def test_routes_without_authentication_follow_the_same_rule(backend: EmbeddedBackend) -> None:
+    with serve(backend) as client:
+        for path in ("/health", "/openapi.json", "/docs"):
+            assert client.get(path).status_code == 200
+            refused = client.get(path, headers={"host": "evil.example"})
+            assert refused.status_code == 403
+            assert "loopback" in refused.json()["detail"]
+
+
+def test_a_keyed_server_answers_any_host(backend: EmbeddedBackend) -> None:
+    # A server started with a key is reachable under any name (a proxy, a LAN address)
+    issued = backend.credentials.create(
+        tenant_id="local", owner_id=None, role=CredentialRole.OPERATOR
+    )
+    with serve(backend) as client:
+        headers = {"host": "memory.internal:8000", "Authorization": f"Bearer {issued.secret}"}
+        stored = client.post("/v1/store", json={"content": "x", "user_id": "a"}, headers=headers)
+        assert stored.status_code == 200
+        assert client.get("/health", headers={"host": "memory.internal"}).status_code == 200
+
+
 @pytest.mark.parametrize(
     "origin", ["http://evil.example", "http://localhost.evil.example:8000", "null", "file://"]
 )

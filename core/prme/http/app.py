@@ -11,6 +11,7 @@ from starlette.routing import Route
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http import routes_aliases, routes_feedback, routes_quantities
+from prme.http.auth import LoopbackOnlyMiddleware
 from prme.http.dependencies import (
     ERRORS,
     READ_ERRORS,
@@ -57,6 +58,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     )
     app.state.runtime = runtime
     install_error_handlers(app)
+    app.add_middleware(LoopbackOnlyMiddleware, policy=runtime.auth)
     app.add_middleware(RequestLogMiddleware)
     engine = runtime.engine
 

@@ -7,10 +7,12 @@ from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
-from prme.errors import AuthenticationError, PermissionDeniedError
+from prme.errors import AuthenticationError, PermissionDeniedError, public_body, status_for
 from prme.http.request_log import note_caller
 
 
@@ -99,6 +101,25 @@ def require_loopback_request(headers: Headers) -> None:
         raise PermissionDeniedError(
             "Keyless local mode accepts requests only for a loopback Host and Origin"
         )
+
+
+class LoopbackOnlyMiddleware:
+    """Applies the loopback Host and Origin rule to every route of a keyless server, those that
+    authenticate nobody (health, docs, schema) included."""
+
+    def __init__(self, app: ASGIApp, policy: AuthPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.policy.loopback_only:
+            try:
+                require_loopback_request(Headers(scope=scope))
+            except PermissionDeniedError as exc:
+                response = JSONResponse(public_body(exc), status_code=status_for(exc))
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def bearer_token(request: HTTPConnection) -> str | None:
