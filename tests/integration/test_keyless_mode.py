@@ -160,3 +160,22 @@ def test_keyless_access_closes_for_good_once_a_key_is_created(backend: EmbeddedB
         backend.credentials.revoke(issued.credential.key_id)
         assert client.post("/v1/store", json={"content": "x"}).status_code == 401
         assert client.post("/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS).status_code == 401
+
+
+def test_a_key_created_and_revoked_unseen_still_closes_keyless_access(
+    backend: EmbeddedBackend,
+) -> None:
+    # Given a keyless start over a directory whose only key was revoked before
+    earlier = backend.credentials.create(
+        tenant_id="local", owner_id=None, role=CredentialRole.OPERATOR
+    )
+    backend.credentials.revoke(earlier.credential.key_id)
+    with serve(backend) as client:
+        assert client.post("/v1/store", json={"content": "x"}).status_code == 200
+        # When a key is created and revoked with no request in between
+        issued = backend.credentials.create(
+            tenant_id="local", owner_id="alice", role=CredentialRole.OWNER
+        )
+        backend.credentials.revoke(issued.credential.key_id)
+        # Then keyless access is closed all the same
+        assert client.post("/v1/store", json={"content": "x"}).status_code == 401

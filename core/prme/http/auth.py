@@ -20,23 +20,29 @@ class AuthPolicy:
     """How requests are authenticated, decided by the composition root when it starts.
 
     `open_tenant` set means keyless local mode: a request without a key acts as an operator
-    of that tenant. Keyless access can only close while the process runs: as soon as an
-    active key is seen (a key authenticates, or a keyless request finds one), it is off until
-    restart, so revoking the last key never re-opens it. While a policy was started keyless,
-    every authenticated request must name a loopback Host (and Origin, when one is sent).
+    of that tenant. Keyless access can only close while the process runs: as soon as a key
+    is seen (one authenticates, or a keyless request finds an active key or one created since
+    startup), it is off until restart, so revoking the last key never re-opens it. While a
+    policy was started keyless, every request must name a loopback Host (and Origin, when one
+    is sent).
     """
 
     def __init__(self, open_tenant: str | None = None, open_default_owner: str = "default") -> None:
         self.open_tenant = open_tenant
         self.open_default_owner = open_default_owner
         self._keyless_open = open_tenant is not None
+        # Revoked keys that existed at startup; any other key means one was created since.
+        self._keys_at_startup: frozenset[str] | None = None
 
     @classmethod
     def at_startup(cls, credentials: CredentialService, *, local_tenant: str | None) -> AuthPolicy:
         """Keyless for `local_tenant` only if the caller allows it and no active key exists now."""
-        if local_tenant is None or credentials.any_active():
+        existing = credentials.list()
+        if local_tenant is None or any(key.active for key in existing):
             return cls()
-        return cls(open_tenant=local_tenant)
+        policy = cls(open_tenant=local_tenant)
+        policy._keys_at_startup = frozenset(key.key_id for key in existing)
+        return policy
 
     @property
     def loopback_only(self) -> bool:
@@ -50,9 +56,11 @@ class AuthPolicy:
         """The operator a keyless request acts as, or None once keyless access has closed."""
         if not self._keyless_open or self.open_tenant is None:
             return None
-        if credentials.any_active():
-            self.close_keyless()
-            return None
+        known = self._keys_at_startup
+        for key in credentials.list():
+            if key.active or (known is not None and key.key_id not in known):
+                self.close_keyless()
+                return None
         return Principal.operator(self.open_tenant, default_owner_id=self.open_default_owner)
 
     def close_keyless(self) -> None:
