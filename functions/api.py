@@ -13,7 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
-from functions.runtime import backend, logger, metrics, tracer
+from functions.runtime import backend, logger, metrics, settings, tracer
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
@@ -35,7 +35,12 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 def _adapter() -> Mangum:
     built = backend()
     app = create_app(
-        ApiRuntime(engine=built.engine, credentials=built.credentials, auth=AuthPolicy())
+        ApiRuntime(
+            engine=built.engine,
+            credentials=built.credentials,
+            auth=AuthPolicy(),
+            max_body_bytes=settings().max_body_bytes,
+        )
     )
     # PRME's loggers (the per-request line included) write through powertools' JSON formatter
     # instead of propagating to the runtime's text handler on the root logger.

@@ -43,7 +43,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         backend.credentials, local_tenant=settings.tenant_id if local else None
     )
     app = create_app(
-        ApiRuntime(engine=backend.engine, credentials=backend.credentials, auth=policy)
+        ApiRuntime(
+            engine=backend.engine,
+            credentials=backend.credentials,
+            auth=policy,
+            max_body_bytes=settings.max_body_bytes,
+        )
     )
     base = f"http://{args.host}:{args.port}"
     where = settings.backend if settings.backend == "aws" else args.data_dir or settings.data_dir

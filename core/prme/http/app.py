@@ -12,6 +12,7 @@ from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http import routes_aliases, routes_feedback, routes_quantities
 from prme.http.auth import LoopbackOnlyMiddleware
+from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.dependencies import (
     ERRORS,
     READ_ERRORS,
@@ -59,6 +60,9 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     app.state.runtime = runtime
     install_error_handlers(app)
     app.add_middleware(LoopbackOnlyMiddleware, policy=runtime.auth)
+    # Added after those, so it wraps them: no route, parser or auth check sees a body first.
+    app.add_middleware(BodyPolicyMiddleware, max_body_bytes=runtime.max_body_bytes)
+    # Outermost and reads no body: every response, a 413 included, has its log line and id.
     app.add_middleware(RequestLogMiddleware)
     engine = runtime.engine
 

@@ -13,6 +13,7 @@ from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
 from prme.http.auth import AuthPolicy, authenticate
 from prme.http.schemas import AcceptedErrorResponse, ErrorResponse
+from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class ApiRuntime:
     engine: MemoryEngine
     credentials: CredentialService
     auth: AuthPolicy
+    # Bodies past this are refused (413) while being read, before parsing or authentication.
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

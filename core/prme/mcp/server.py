@@ -30,11 +30,13 @@ from prme.errors import (
     PrmeError,
     public_body,
     status_for,
+    validation_details,
 )
 from prme.http.schemas import EventResponse, NodeResponse
 from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.enums import NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
+from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import OwnerKey
@@ -108,6 +110,12 @@ class PrmeMcpServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         try:
+            # The same input policy as HTTP bodies; on stdio nothing else has checked them.
+            check_json_value(arguments, max_depth=MAX_BODY_DEPTH)
+        except InputPolicyError as exc:
+            error = InvalidRequestError.from_policy(exc, prefix=("arguments",))
+            return _error_result("invalid_request", 422, public_body(error))
+        try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
             logger.exception("tool %s failed unexpectedly", name)
@@ -116,10 +124,9 @@ class PrmeMcpServer(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 # Locations and messages only: rejected values are the caller's data.
-                detail = [
-                    {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
-                    for err in cause.errors(include_input=False, include_url=False)
-                ]
+                detail = validation_details(
+                    list(cause.errors(include_input=False, include_url=False))
+                )
                 return _error_result("invalid_request", 422, {"detail": detail})
             raise
 
