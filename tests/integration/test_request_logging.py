@@ -26,6 +26,7 @@ from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.logs import JsonFormatter, start_json_logging
 from prme.model.enums import CredentialRole
+from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 from tests.conftest import TOKEN_COUNTER
 
 CONTENT = "Diary: the safe code is 4417-KESTREL"
@@ -171,6 +172,18 @@ def test_each_request_logs_one_json_line_without_content_or_secrets(
     # And every line was formatted off the event loop
     assert json_log.formatter.on_event_loop
     assert not any(json_log.formatter.on_event_loop)
+
+
+def test_a_body_refused_before_parsing_is_logged_with_its_id(
+    served: Served, json_log: JsonLog
+) -> None:
+    oversized = b'{"content": "' + b"x" * (DEFAULT_MAX_BODY_BYTES + 1) + b'"}'
+    refused = served.client.post(
+        "/v1/store", content=oversized, headers={"content-type": "application/json"}
+    )
+    assert refused.status_code == 413
+    [line] = [line for line in json_log.lines() if line["logger"] == "prme.http.access"]
+    assert (line["status"], line["request_id"]) == (413, refused.headers["x-request-id"])
 
 
 @pytest.mark.parametrize("inbound", ["has space", "x" * 65, "semi;colon", "line\tbreak"])
