@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.contract.http_support import Api
+from prme.model.enums import CredentialRole
+from tests.contract.http_support import TENANT, Api, bearer
 
 REVIEWER = "human:catalog-owner"
 
@@ -154,3 +155,31 @@ def test_accepting_after_a_node_was_archived_is_a_409(api: Api) -> None:
     response = post_review(api, api.alice, item["proposal_operation_id"], decision="accepted")
     assert response.status_code == 409
     assert api.client.get(f"/v1/nodes/{node_ids[0]}/edges", headers=api.alice).json() == []
+
+
+@pytest.mark.parametrize("role", [CredentialRole.OWNER, CredentialRole.OPERATOR])
+def test_a_review_records_the_key_that_made_it(api: Api, role: CredentialRole) -> None:
+    # Given a reviewer with a key of its own
+    issued = api.credentials.create(
+        tenant_id=TENANT, owner_id="alice" if role is CredentialRole.OWNER else None, role=role
+    )
+    reviewer = bearer(issued.secret)
+    _, item = scanned_pair(api, "IBM", "International Business Machines")
+    pid = item["proposal_operation_id"]
+    # A body cannot name the key: the field is not part of the request
+    forged = post_review(
+        api, reviewer, pid, decision="accepted", user_id="alice", reviewed_by_key_id="k-forged"
+    )
+    assert forged.status_code == 422
+    # When it decides under a label that names someone else
+    response = post_review(
+        api, reviewer, pid, decision="accepted", user_id="alice", reviewer_id="human:bob"
+    )
+    assert response.status_code == 200, response.text
+    # Then the review keeps the label but records the caller's key and role
+    review = response.json()["review"]
+    assert review["reviewer_id"] == "human:bob"
+    assert review["reviewed_by_key_id"] == issued.credential.key_id
+    assert review["reviewed_by_role"] == role.value
+    assert proposals(api, api.alice)[0]["review"] == review
+    assert response.json()["review_journal"]["payload"] == review
