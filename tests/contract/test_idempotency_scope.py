@@ -47,7 +47,15 @@ ROUTES: dict[str, Send] = {
     "ingest_fast": _fast,
     "promote": _promote,
 }
-PAIRS = [(a, b) for a in ROUTES for b in ROUTES if a != b]
+# Each route once first and once second, plus the pairs of the finding (store, then ingest).
+PAIRS = [
+    ("store", "ingest"),
+    ("store", "ingest_fast"),
+    ("ingest", "promote"),
+    ("ingest_fast", "store"),
+    ("promote", "ingest_fast"),
+    ("ingest", "store"),
+]
 
 
 @pytest.mark.parametrize(("first", "second"), PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
