@@ -104,7 +104,10 @@ class Ledger(Protocol):
 
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
-    ) -> IdempotencyRecord | None: ...
+    ) -> IdempotencyRecord | None:
+        """The owner's record of `key`, whichever operation made it (a key is unique per
+        owner). `operation` only finds a record written when keys were unique per operation."""
+        ...
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None: ...
 

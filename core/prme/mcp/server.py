@@ -149,9 +149,16 @@ class _Runner:
         self._principal = principal
 
     def __call__(self, user_id: str | None, action: Callable[[OwnerKey], Any]) -> CallToolResult:
+        return self.acting(user_id, lambda owner, _actor: action(owner))
+
+    def acting(
+        self, user_id: str | None, action: Callable[[OwnerKey, Principal], Any]
+    ) -> CallToolResult:
+        """Like a plain call, for actions that record who made them (the caller's key)."""
         try:
-            owner = resolve_owner(self._principal(), user_id)
-            return _ok(action(owner))
+            principal = self._principal()
+            owner = resolve_owner(principal, user_id)
+            return _ok(action(owner, principal))
         except PrmeError as exc:
             status = status_for(exc)
             if status >= 500:
@@ -686,11 +693,12 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
     ) -> CallToolResult:
         """Accept (adds a verified alias link, merges nothing) or reject an alias proposal.
         Only act on a person's explicit decision."""
-        return run(
+        return run.acting(
             user_id,
-            lambda owner: engine.review_alias_proposal(
+            lambda owner, actor: engine.review_alias_proposal(
                 owner,
                 str(proposal_operation_id),
+                actor=actor,
                 decision=decision,
                 reviewer_id=reviewer_id,
                 reason=reason,

@@ -109,7 +109,16 @@ def _key(pk: str, sk: str) -> Item:
     return {PK: {"S": pk}, SK: {"S": sk}}
 
 
-def _idempotency_sk(operation: str, key: str) -> str:
+def _idempotency_sk(key: str) -> str:
+    # One item per owner and key, whatever the operation: the conditional put then refuses
+    # a key that another route already used.
+    return f"IDEMP#{_part(key)}"
+
+
+def _legacy_idempotency_sk(operation: str, key: str) -> str:
+    """Where records were kept while a key was unique per operation only. Such records
+    expire with their TTL (`IDEMPOTENCY_TTL` after they were written); until then reads
+    still find them, so a retry that straddles an upgrade replays instead of writing twice."""
     return f"IDEMP#{_part(operation)}#{_part(key)}"
 
 
@@ -341,7 +350,7 @@ class DynamoDbLedger:
 
     def _idempotency_item(self, i: IdempotencyRecord) -> Item:
         return {
-            **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.operation, i.key)),
+            **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.key)),
             "kind": {"S": "idempotency"},
             "body": {"S": i.model_dump_json()},
             # DynamoDB may delete the record once expired; until then it still replays.
@@ -394,7 +403,14 @@ class DynamoDbLedger:
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:
-        item = self._get(_key(_pk_of(owner), _idempotency_sk(operation, key)))
+        pk = _pk_of(owner)
+        current, legacy = (
+            _key(pk, _idempotency_sk(key)),
+            _key(pk, _legacy_idempotency_sk(operation, key)),
+        )
+        # Both layouts in one round trip; `_part` escapes '#', so the two never coincide.
+        found = {item[SK]["S"]: item for item in self._batch_get([current, legacy])}
+        item = found.get(current[SK]["S"]) or found.get(legacy[SK]["S"])
         return None if item is None else IdempotencyRecord.model_validate_json(_body(item))
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:

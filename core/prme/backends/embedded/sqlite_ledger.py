@@ -53,9 +53,9 @@ CREATE TABLE IF NOT EXISTS work (
 CREATE INDEX IF NOT EXISTS work_by_status ON work (status, created_at, id);
 CREATE INDEX IF NOT EXISTS work_by_owner_status ON work (tenant, owner, status, created_at, id);
 CREATE INDEX IF NOT EXISTS work_by_event ON work (tenant, owner, event_id);
-CREATE TABLE IF NOT EXISTS idempotency (
-    tenant TEXT NOT NULL, owner TEXT NOT NULL, operation TEXT NOT NULL, key TEXT NOT NULL,
-    body TEXT NOT NULL, PRIMARY KEY (tenant, owner, operation, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, operation TEXT NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (tenant, owner, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS node_expiry (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL, expires_at REAL NOT NULL,
     PRIMARY KEY (tenant, owner, node_id)) WITHOUT ROWID;
@@ -90,6 +90,26 @@ class SqliteLedger:
         self._parsed_nodes: dict[str, MemoryNode] = {}
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            self._migrate_idempotency()
+
+    def _migrate_idempotency(self) -> None:
+        """Move records of the older layout, where a key was unique per operation only.
+
+        Where one key was used by two operations, the row of the operation that sorts first
+        is kept: a retry of the other then answers 409 instead of writing a second copy.
+        """
+        legacy = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='idempotency'"
+        if not self._conn.execute(legacy).fetchall():
+            return
+        with self._transaction() as tx:
+            if not tx.execute(legacy).fetchall():
+                return  # another process opening the same directory moved them first
+            tx.execute(
+                "INSERT OR IGNORE INTO idempotency_keys (tenant, owner, key, operation, body) "
+                "SELECT tenant, owner, key, operation, body FROM idempotency "
+                "ORDER BY tenant, owner, key, operation"
+            )
+            tx.execute("DROP TABLE idempotency")
 
     def close(self) -> None:
         with self._lock:
@@ -274,8 +294,8 @@ class SqliteLedger:
     @staticmethod
     def _insert_idempotency(tx: sqlite3.Connection, i: IdempotencyRecord) -> None:
         tx.execute(
-            "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-            (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
+            "INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
+            (i.tenant_id, i.owner_id, i.key, i.operation, i.model_dump_json()),
         )
 
     @staticmethod
@@ -324,9 +344,10 @@ class SqliteLedger:
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:
+        del operation  # records of the older layout were moved when the ledger opened
         rows = self._query(
-            "SELECT body FROM idempotency WHERE tenant=? AND owner=? AND operation=? AND key=?",
-            (owner.tenant_id, owner.owner_id, operation, key),
+            "SELECT body FROM idempotency_keys WHERE tenant=? AND owner=? AND key=?",
+            (owner.tenant_id, owner.owner_id, key),
         )
         return IdempotencyRecord.model_validate_json(rows[0][0]) if rows else None
 
