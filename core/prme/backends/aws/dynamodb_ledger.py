@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from prme.backends.aws import resources
 from prme.backends.commit_rule import applied_once
+from prme.backends.stored_records import load_readable, load_record
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -125,6 +126,14 @@ def _item_size(item: Item) -> int:
 def _body(item: dict[str, Any]) -> str:
     body: str = item["body"]["S"]
     return body
+
+
+def _stored(item: dict[str, Any]) -> tuple[str, str]:
+    """`(record id, body)` of an item; the id is the last part of its sort key. A missing
+    body reads as an empty one, which fails to load like any other broken body."""
+    record_id = str(item[SK]["S"]).rsplit("#", 1)[-1].replace("%23", "#").replace("%25", "%")
+    body = item.get("body", {}).get("S", "")
+    return record_id, str(body)
 
 
 def _failure_of(exc: ClientError) -> _Failure:
@@ -383,12 +392,12 @@ class DynamoDbLedger:
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
-        return None if item is None else Event.model_validate_json(_body(item))
+        return None if item is None else load_record(Event, "event", *_stored(item))
 
     def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
         pk = _pk_of(owner)
         keys = [_key(pk, f"EVENT#{_part(eid)}") for eid in dict.fromkeys(event_ids)]
-        events = (Event.model_validate_json(_body(item)) for item in self._batch_get(keys))
+        events = load_readable(Event, "event", map(_stored, self._batch_get(keys)))
         return {event.id: event for event in events}
 
     def get_idempotency(
@@ -399,12 +408,12 @@ class DynamoDbLedger:
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         item = self._get(_key(_pk_of(owner), f"NODE#{_part(node_id)}"))
-        return None if item is None else MemoryNode.model_validate_json(_body(item))
+        return None if item is None else load_record(MemoryNode, "node", *_stored(item))
 
     def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
         pk = _pk_of(owner)
         keys = [_key(pk, f"NODE#{_part(nid)}") for nid in dict.fromkeys(node_ids)]
-        nodes = (MemoryNode.model_validate_json(_body(item)) for item in self._batch_get(keys))
+        nodes = load_readable(MemoryNode, "node", map(_stored, self._batch_get(keys)))
         return {node.id: node for node in nodes}
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
@@ -414,7 +423,7 @@ class DynamoDbLedger:
 
     def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]:
         items = self._query_prefix(_pk_of(owner), f"WORK#{_part(event_id)}#")
-        work = [WorkItem.model_validate_json(_body(item)) for item in items]
+        work = load_readable(WorkItem, "work", map(_stored, items))
         return sorted(work, key=lambda w: (w.created_at, w.id))
 
     def _pending_query(self, index: str, pk_name: str, pk_value: str) -> dict[str, Any]:
@@ -454,7 +463,7 @@ class DynamoDbLedger:
             for query in self._pending_queries(owner, family)
         ]
         merged = heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"]))
-        work = (WorkItem.model_validate_json(_body(item)) for item in merged)
+        work = load_readable(WorkItem, "work", map(_stored, merged))
         # The index copy and its body come from the same item version; this only drops an
         # entry that a racing writer left behind.
         return [w for w in work if w.status is WorkStatus.PENDING][:limit]
@@ -568,7 +577,7 @@ class DynamoDbLedger:
             for shard in range(resources.PENDING_SHARDS)
         ]
         merged = heapq.merge(*runs, key=lambda item: str(item[resources.EXPIRING_SK]["S"]))
-        nodes = (MemoryNode.model_validate_json(_body(item)) for item in merged)
+        nodes = load_readable(MemoryNode, "node", map(_stored, merged))
         return [n for n in nodes if n.lifecycle_state is not LifecycleState.ARCHIVED][:limit]
 
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
@@ -634,15 +643,14 @@ class DynamoDbLedger:
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         items = self._query_prefix(_pk_of(owner), "NODE#")
-        nodes = [MemoryNode.model_validate_json(_body(item)) for item in items]
+        nodes = load_readable(MemoryNode, "node", map(_stored, items))
         return [n for n in nodes if node_type is None or n.node_type is node_type]
 
     def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         # Edges live in the owner's partition; their number per owner is small next to nodes.
-        edges = [
-            MemoryEdge.model_validate_json(_body(item))
-            for item in self._query_prefix(_pk_of(owner), "EDGE#")
-        ]
+        edges = load_readable(
+            MemoryEdge, "edge", map(_stored, self._query_prefix(_pk_of(owner), "EDGE#"))
+        )
         return sorted(
             (e for e in edges if node_id in (e.source_node_id, e.target_node_id)),
             key=lambda e: (e.created_at, e.id),
