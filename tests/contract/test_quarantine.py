@@ -22,6 +22,7 @@ from prme.model.enums import ProcessingStatus, WorkStatus
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.records import OwnerKey
 from tests.conftest import ALICE, BOB, Harness, aws_harness, embedded_harness
+from tests.contract.http_support import TENANT, Api
 from tests.contract.test_backend_contract import SwitchableIndex
 from tests.quarantine_support import BREAKAGES, Poison, dynamodb_poison, sqlite_poison
 
@@ -154,3 +155,51 @@ def test_queued_work_on_an_unreadable_event_fails_and_the_batch_goes_on(
     status, work = h.engine.get_extraction_status(ALICE, extracted.event_id)
     assert (status, work[0].last_error) == (ProcessingStatus.FAILED, "CorruptRecord")
     assert h.engine.get_extraction_status(BOB, others.event_id)[0] is ProcessingStatus.COMPLETED
+
+
+def api_poison(request: pytest.FixtureRequest, tmp_path: Path) -> Poison:
+    """The poisoner for the store behind the `api` fixture of this test."""
+    if request.node.callspec.params["api"] == "embedded":
+        return sqlite_poison(tmp_path / "data" / LEDGER_FILE)
+    dynamodb, table, _, _ = request.getfixturevalue("aws_resources")
+    return dynamodb_poison(dynamodb, table)
+
+
+def test_the_api_names_an_unreadable_record_and_serves_the_rest(
+    api: Api, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    poison = api_poison(request, tmp_path)
+    client, alice = api.client, api.alice
+    stored = [
+        client.post("/v1/store", json={"content": f"pelican note {i} {MARKER}"}, headers=alice)
+        for i in range(2)
+    ]
+    broken, kept = (response.json() for response in stored)
+    owner = OwnerKey(tenant_id=TENANT, owner_id="alice")
+    poison("node", owner, broken["node_id"], "deep_metadata")
+    poison("event", owner, broken["event_id"], "deep_metadata")
+
+    retrieved = client.post("/v1/retrieve", json={"query": "pelican note"}, headers=alice)
+    assert retrieved.status_code == 200
+    assert [r["node_id"] for r in retrieved.json()["results"]] == [kept["node_id"]]
+    for path in (
+        f"/v1/nodes/{broken['node_id']}",
+        f"/v1/events/{broken['event_id']}",
+        f"/v1/nodes/{broken['node_id']}/archive",
+    ):
+        answer = client.request("PUT" if path.endswith("archive") else "GET", path, headers=alice)
+        assert answer.status_code == 500
+        assert answer.json() == {"detail": CorruptRecordError.default_detail}
+        assert MARKER not in answer.text
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "500" in paths["/v1/nodes/{node_id}"]["get"]["responses"]
+    # What hangs off the broken source stays readable: its status, its (readable) nodes.
+    status = client.get(f"/v1/events/{broken['event_id']}/processing-status", headers=alice)
+    assert status.status_code == 200
+    assert client.get(f"/v1/events/{broken['event_id']}/nodes", headers=alice).json() == []
+    assert client.get(f"/v1/nodes/{kept['node_id']}", headers=alice).status_code == 200
+    # Another owner of the tenant writes and reads as before.
+    bob_store = client.post("/v1/store", json={"content": "bob's pelican"}, headers=api.bob)
+    assert bob_store.status_code == 200
+    bobs = client.post("/v1/retrieve", json={"query": "pelican"}, headers=api.bob)
+    assert [r["node_id"] for r in bobs.json()["results"]] == [bob_store.json()["node_id"]]
