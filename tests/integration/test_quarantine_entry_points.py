@@ -1,4 +1,5 @@
-"""One unreadable record in a data directory: opening it, `prme worker` and `prme keys` go on."""
+"""One unreadable record: opening the data directory, `prme worker`, `prme keys` and the
+materializer Lambda go on with everything else."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from prme.embedding.hashing import HashingEmbedder
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import FastIngestInput
 from prme.model.records import OwnerKey
+from tests.aws_support import boto_client
+from tests.integration.lambda_support import ALICE as LAMBDA_ALICE
+from tests.integration.lambda_support import Deployed, FakeLambdaContext
 from tests.integration.test_cli import prme
-from tests.quarantine_support import sqlite_poison
+from tests.integration.test_lambda_handlers import _pending_store, sqs_event
+from tests.quarantine_support import dynamodb_poison, sqlite_poison
 
 ALICE = OwnerKey(tenant_id="local", owner_id="alice")
 BOB = OwnerKey(tenant_id="local", owner_id="bob")
@@ -62,3 +67,27 @@ def test_worker_and_keys_run_over_an_unreadable_record(tmp_path: Path) -> None:
     listed = prme(tmp_path, "keys", "list")
     assert listed.returncode == 0, listed.stderr
     assert "bob" in listed.stdout
+
+
+def test_the_materializer_fails_work_on_an_unreadable_node_and_takes_the_rest(
+    deployed: Deployed, aws_endpoint: str
+) -> None:
+    from functions import materializer, runtime
+    from prme.engine.work_refs import WorkRef
+
+    broken, broken_work = _pending_store("a node that will not load")
+    kept, kept_work = _pending_store("a node that loads")
+    poison = dynamodb_poison(boto_client("dynamodb", aws_endpoint), deployed.names.table)
+    poison("node", LAMBDA_ALICE, broken.node_id, "deep_metadata")
+
+    event = sqs_event([WorkRef.of(broken_work), WorkRef.of(kept_work)])
+    response = materializer.handler(event, FakeLambdaContext())
+
+    # Nothing to redeliver: the broken item failed for good, the other one is done.
+    assert response == {"batchItemFailures": []}
+    engine = runtime.backend().engine
+    status, work = engine.get_processing_status(LAMBDA_ALICE, broken.event_id)
+    assert (status, work[0].last_error) == (ProcessingStatus.FAILED, "CorruptRecord")
+    assert engine.get_processing_status(LAMBDA_ALICE, kept.event_id)[0] is (
+        ProcessingStatus.COMPLETED
+    )
