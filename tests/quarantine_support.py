@@ -21,7 +21,7 @@ BREAKAGES: dict[str, Callable[[str], str]] = {
     ),
 }
 
-# (kind "event" or "node", owner, record id, breakage name)
+# (kind "event", "node" or "work", owner, record id, breakage name)
 Poison = Callable[[str, OwnerKey, str, str], None]
 
 
@@ -36,7 +36,7 @@ def sqlite_poison(ledger_file: Path) -> Poison:
     """Rewrites a stored body in the embedded ledger file through a connection of its own."""
 
     def poison(kind: str, owner: OwnerKey, record_id: str, breakage: str) -> None:
-        table = {"event": "events", "node": "nodes"}[kind]
+        table = {"event": "events", "node": "nodes", "work": "work"}[kind]
         where = "WHERE tenant=? AND owner=? AND id=?"
         key = (owner.tenant_id, owner.owner_id, record_id)
         conn = sqlite3.connect(ledger_file)
@@ -58,11 +58,27 @@ def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
     """Rewrites a stored body in the DynamoDB table with plain item calls."""
 
     def poison(kind: str, owner: OwnerKey, record_id: str, breakage: str) -> None:
-        key = {
-            resources.PARTITION_KEY: {"S": f"T#{owner.tenant_id}#O#{owner.owner_id}"},
-            resources.SORT_KEY: {"S": f"{kind.upper()}#{record_id}"},
-        }
-        item = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+        pk = f"T#{owner.tenant_id}#O#{owner.owner_id}"
+        if kind == "work":  # its sort key starts with its event's id: found by its own id
+            found = dynamodb.query(
+                TableName=table,
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :work)",
+                ExpressionAttributeNames={
+                    "#pk": resources.PARTITION_KEY,
+                    "#sk": resources.SORT_KEY,
+                },
+                ExpressionAttributeValues={":pk": {"S": pk}, ":work": {"S": "WORK#"}},
+                ConsistentRead=True,
+            )["Items"]
+            (item,) = [i for i in found if i[resources.SORT_KEY]["S"].endswith(f"#{record_id}")]
+        else:
+            sk = {"S": f"{kind.upper()}#{record_id}"}
+            item = dynamodb.get_item(
+                TableName=table,
+                Key={resources.PARTITION_KEY: {"S": pk}, resources.SORT_KEY: sk},
+                ConsistentRead=True,
+            )["Item"]
+        key = {name: item[name] for name in (resources.PARTITION_KEY, resources.SORT_KEY)}
         dynamodb.update_item(
             TableName=table,
             Key=key,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from prme.backends.embedded.service import LEDGER_FILE
+from prme.engine.config import EngineConfig
 from prme.engine.service import MemoryEngine
 from prme.engine.work_refs import WorkRef
 from prme.errors import CorruptRecordError
@@ -132,6 +133,25 @@ def test_index_work_on_an_unreadable_node_fails_with_its_reason(backend: Poisona
     status, work = engine.get_processing_status(ALICE, broken.event_id)
     assert (status, work[0].last_error) == (ProcessingStatus.FAILED, "CorruptRecord")
     assert engine.get_processing_status(ALICE, kept.event_id)[0] is ProcessingStatus.COMPLETED
+
+
+def test_an_unreadable_work_item_leaves_the_pending_set(backend: Poisonable) -> None:
+    h = backend.h
+    deps = h.engine.deps
+    # One item a pass: an unreadable oldest item must not stop the work behind it.
+    engine = MemoryEngine(
+        type(deps)(**{**deps.__dict__, "config": EngineConfig(work_batch_size=1)})
+    )
+    (broken,) = fast(h, ALICE, f"oldest {MARKER}")
+    (bobs,) = fast(h, BOB, f"bob's {MARKER}")
+    (item,) = h.engine.get_processing_status(ALICE, broken)[1]
+    backend.poison("work", ALICE, item.id, "missing_field")
+
+    report = engine.process_pending(None)
+
+    assert (report.processed, report.pending) == (1, 0)
+    assert engine.get_processing_status(BOB, bobs)[0] is ProcessingStatus.COMPLETED
+    assert h.ledger.list_pending_work(None, 10) == []
 
 
 def test_queued_work_on_an_unreadable_event_fails_and_the_batch_goes_on(

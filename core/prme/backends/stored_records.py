@@ -17,6 +17,9 @@ from prme.errors import CorruptRecordError
 
 logger = logging.getLogger("prme.ledger")
 
+# The stored status of a work item whose body cannot be loaded: out of every pending list.
+QUARANTINED_WORK_STATUS = "quarantined"
+
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
 
@@ -33,13 +36,22 @@ def load_readable(
     model: type[RecordT], kind: str, stored: Iterable[tuple[str, ...]]
 ) -> list[RecordT]:
     """The records among `(record_id, body)` pairs that load, in order; the rest are logged."""
+    return split_readable(model, kind, stored)[0]
+
+
+def split_readable(
+    model: type[RecordT], kind: str, stored: Iterable[tuple[str, ...]]
+) -> tuple[list[RecordT], list[str]]:
+    """`load_readable`, and the ids of the records that did not load."""
     loaded: list[RecordT] = []
+    unreadable: list[str] = []
     for record_id, body in stored:
         try:
             loaded.append(load_record(model, kind, record_id, body))
         except CorruptRecordError as exc:
             log_quarantined(exc)
-    return loaded
+            unreadable.append(record_id)
+    return loaded, unreadable
 
 
 def log_quarantined(error: CorruptRecordError) -> None:

@@ -19,7 +19,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from prme.backends.aws import resources
 from prme.backends.commit_rule import applied_once
-from prme.backends.stored_records import load_readable, load_record
+from prme.backends.stored_records import (
+    QUARANTINED_WORK_STATUS,
+    load_readable,
+    load_record,
+    split_readable,
+)
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -52,6 +57,8 @@ _THROTTLE_CODES = frozenset(
 _RETRYABLE_TXN_REASONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
+# Reads of the pending indexes per listing that may take unreadable work items out.
+_QUARANTINE_ROUNDS = 3
 _PENDING_ATTRIBUTES = (
     resources.OWNER_PENDING_PK,
     resources.OWNER_PENDING_SK,
@@ -456,17 +463,43 @@ class DynamoDbLedger:
         if limit <= 0:
             return []
         sort_name = resources.PENDING_SK if owner is None else resources.OWNER_PENDING_SK
-        # Each shard is read oldest first up to `limit`; merging the sorted runs gives
-        # the oldest `limit` overall.
-        runs = [
-            self._query_items(limit=limit, **query)
-            for query in self._pending_queries(owner, family)
-        ]
-        merged = heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"]))
-        work = load_readable(WorkItem, "work", map(_stored, merged))
+        work: list[WorkItem] = []
+        # Each round takes unreadable items out, so the next fills the batch with readable
+        # ones; bounded, as the pending indexes may show a removed item for a moment.
+        for _ in range(_QUARANTINE_ROUNDS):
+            # Each shard is read oldest first up to `limit`; merging the sorted runs gives
+            # the oldest `limit` overall.
+            runs = [
+                self._query_items(limit=limit, **query)
+                for query in self._pending_queries(owner, family)
+            ]
+            merged = list(heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"])))
+            work, unreadable = split_readable(WorkItem, "work", map(_stored, merged))
+            if not unreadable:
+                break
+            bad = set(unreadable)
+            self._quarantine_work([item for item in merged if _stored(item)[0] in bad])
         # The index copy and its body come from the same item version; this only drops an
         # entry that a racing writer left behind.
         return [w for w in work if w.status is WorkStatus.PENDING][:limit]
+
+    def _quarantine_work(self, items: Sequence[dict[str, Any]]) -> None:
+        """Take unreadable work items out of both pending indexes, so that they cannot hold
+        up (by their age) the work behind them."""
+        names = {f"#r{i}": name for i, name in enumerate(_PENDING_ATTRIBUTES)}
+        for item in items:
+            try:
+                self._call(
+                    "update_item",
+                    TableName=self._table,
+                    Key=_key(item[PK]["S"], item[SK]["S"]),
+                    UpdateExpression="SET #status = :status REMOVE " + ", ".join(names),
+                    ConditionExpression="attribute_exists(#pk)",
+                    ExpressionAttributeNames={**names, "#status": "status", "#pk": PK},
+                    ExpressionAttributeValues={":status": {"S": QUARANTINED_WORK_STATUS}},
+                )
+            except ConflictError:
+                continue  # deleted meanwhile: nothing left to take out
 
     def count_pending_work(
         self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"

@@ -16,7 +16,13 @@ from typing import Literal
 
 from prme.backends.commit_rule import applied_once
 from prme.backends.embedded.sqlite import Synchronous, connect
-from prme.backends.stored_records import load_readable, load_record, log_quarantined
+from prme.backends.stored_records import (
+    QUARANTINED_WORK_STATUS,
+    load_readable,
+    load_record,
+    log_quarantined,
+    split_readable,
+)
 from prme.errors import ConflictError, CorruptRecordError, StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
@@ -376,17 +382,25 @@ class SqliteLedger:
     ) -> list[WorkItem]:
         status = _status_column(WorkStatus.PENDING, family)
         if owner is None:
-            rows = self._query(
-                "SELECT id, body FROM work WHERE status=? ORDER BY created_at, id LIMIT ?",
-                (status, limit),
-            )
+            sql = "SELECT id, body FROM work WHERE status=? ORDER BY created_at, id LIMIT ?"
+            params: tuple[object, ...] = (status, limit)
         else:
-            rows = self._query(
+            sql = (
                 "SELECT id, body FROM work WHERE tenant=? AND owner=? AND status=? "
-                "ORDER BY created_at, id LIMIT ?",
-                (owner.tenant_id, owner.owner_id, status, limit),
+                "ORDER BY created_at, id LIMIT ?"
             )
-        return load_readable(WorkItem, "work", rows)
+            params = (owner.tenant_id, owner.owner_id, status, limit)
+        while True:
+            work, unreadable = split_readable(WorkItem, "work", self._query(sql, params))
+            if not unreadable:
+                return work
+            # Out of the pending set, so it cannot hold up (by its age) the work behind it;
+            # each round takes at least one out, so the batch fills with readable items.
+            with self._transaction() as tx:
+                tx.executemany(
+                    "UPDATE work SET status=? WHERE id=?",
+                    [(QUARANTINED_WORK_STATUS, work_id) for work_id in unreadable],
+                )
 
     def count_pending_work(
         self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
