@@ -143,6 +143,7 @@ def test_an_unreadable_work_item_leaves_the_pending_set(backend: Poisonable) -> 
         type(deps)(**{**deps.__dict__, "config": EngineConfig(work_batch_size=1)})
     )
     (broken,) = fast(h, ALICE, f"oldest {MARKER}")
+    h.clock.advance(seconds=1)
     (bobs,) = fast(h, BOB, f"bob's {MARKER}")
     (item,) = h.engine.get_processing_status(ALICE, broken)[1]
     backend.poison("work", ALICE, item.id, "missing_field")
@@ -152,6 +153,21 @@ def test_an_unreadable_work_item_leaves_the_pending_set(backend: Poisonable) -> 
     assert (report.processed, report.pending) == (1, 0)
     assert engine.get_processing_status(BOB, bobs)[0] is ProcessingStatus.COMPLETED
     assert h.ledger.list_pending_work(None, 10) == []
+
+
+def test_an_unreadable_expired_node_does_not_hold_up_expiry(backend: Poisonable) -> None:
+    h = backend.h
+    broken = h.engine.store(ALICE, StoreInput(content=f"soonest {MARKER}", ttl_days=1))
+    h.clock.advance(seconds=1)
+    expiring = h.engine.store(BOB, StoreInput(content=f"bob's {MARKER}", ttl_days=1))
+    assert broken.node_id is not None and expiring.node_id is not None
+    backend.poison("node", ALICE, broken.node_id, "deep_metadata")
+    h.clock.advance(days=2)
+
+    # A pass of one: the unreadable node, expired first, must not take every pass's slot.
+    assert h.engine.archive_expired(limit=1) == 1
+    assert h.engine.get_node(BOB, expiring.node_id).lifecycle_state.value == "archived"
+    assert h.ledger.list_expired_nodes(h.clock.now(), 10) == []
 
 
 def test_queued_work_on_an_unreadable_event_fails_and_the_batch_goes_on(

@@ -42,10 +42,11 @@ def load_readable(
 def split_readable(
     model: type[RecordT], kind: str, stored: Iterable[tuple[str, ...]]
 ) -> tuple[list[RecordT], list[str]]:
-    """`load_readable`, and the ids of the records that did not load."""
+    """`load_readable`, and the ids of the records that did not load. Rows may carry more
+    columns after the id and body."""
     loaded: list[RecordT] = []
     unreadable: list[str] = []
-    for record_id, body in stored:
+    for record_id, body, *_ in stored:
         try:
             loaded.append(load_record(model, kind, record_id, body))
         except CorruptRecordError as exc:

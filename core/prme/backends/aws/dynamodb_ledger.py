@@ -21,6 +21,7 @@ from prme.backends.aws import resources
 from prme.backends.commit_rule import applied_once
 from prme.backends.stored_records import (
     QUARANTINED_WORK_STATUS,
+    RecordT,
     load_readable,
     load_record,
     split_readable,
@@ -57,7 +58,7 @@ _THROTTLE_CODES = frozenset(
 _RETRYABLE_TXN_REASONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
-# Reads of the pending indexes per listing that may take unreadable work items out.
+# Reads of a sparse index per listing that may take unreadable items out of it.
 _QUARANTINE_ROUNDS = 3
 _PENDING_ATTRIBUTES = (
     resources.OWNER_PENDING_PK,
@@ -463,43 +464,66 @@ class DynamoDbLedger:
         if limit <= 0:
             return []
         sort_name = resources.PENDING_SK if owner is None else resources.OWNER_PENDING_SK
-        work: list[WorkItem] = []
-        # Each round takes unreadable items out, so the next fills the batch with readable
-        # ones; bounded, as the pending indexes may show a removed item for a moment.
-        for _ in range(_QUARANTINE_ROUNDS):
+
+        def oldest() -> list[dict[str, Any]]:
             # Each shard is read oldest first up to `limit`; merging the sorted runs gives
             # the oldest `limit` overall.
             runs = [
                 self._query_items(limit=limit, **query)
                 for query in self._pending_queries(owner, family)
             ]
-            merged = list(heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"])))
-            work, unreadable = split_readable(WorkItem, "work", map(_stored, merged))
-            if not unreadable:
-                break
-            bad = set(unreadable)
-            self._quarantine_work([item for item in merged if _stored(item)[0] in bad])
+            return list(heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"])))
+
+        work = self._load_leaving_index(
+            oldest, WorkItem, "work", _PENDING_ATTRIBUTES, status=QUARANTINED_WORK_STATUS
+        )
         # The index copy and its body come from the same item version; this only drops an
         # entry that a racing writer left behind.
         return [w for w in work if w.status is WorkStatus.PENDING][:limit]
 
-    def _quarantine_work(self, items: Sequence[dict[str, Any]]) -> None:
-        """Take unreadable work items out of both pending indexes, so that they cannot hold
-        up (by their age) the work behind them."""
-        names = {f"#r{i}": name for i, name in enumerate(_PENDING_ATTRIBUTES)}
-        for item in items:
-            try:
-                self._call(
-                    "update_item",
-                    TableName=self._table,
-                    Key=_key(item[PK]["S"], item[SK]["S"]),
-                    UpdateExpression="SET #status = :status REMOVE " + ", ".join(names),
-                    ConditionExpression="attribute_exists(#pk)",
-                    ExpressionAttributeNames={**names, "#status": "status", "#pk": PK},
-                    ExpressionAttributeValues={":status": {"S": QUARANTINED_WORK_STATUS}},
-                )
-            except ConflictError:
-                continue  # deleted meanwhile: nothing left to take out
+    def _load_leaving_index(
+        self,
+        read: Callable[[], list[dict[str, Any]]],
+        model: type[RecordT],
+        kind: str,
+        index_attributes: Sequence[str],
+        *,
+        status: str | None = None,
+    ) -> list[RecordT]:
+        """The records `read` (a query of a sparse index) finds that load. An unreadable one
+        leaves that index (its `index_attributes` removed, its `status` set), so that it
+        cannot hold up the records behind it; each round then refills the batch. Bounded,
+        as an index may still show a removed item for a moment."""
+        loaded: list[RecordT] = []
+        for _ in range(_QUARANTINE_ROUNDS):
+            items = read()
+            loaded, unreadable = split_readable(model, kind, map(_stored, items))
+            if not unreadable:
+                break
+            bad = set(unreadable)
+            for item in items:
+                if _stored(item)[0] in bad:
+                    self._leave_index(item, index_attributes, status)
+        return loaded
+
+    def _leave_index(
+        self, item: dict[str, Any], index_attributes: Sequence[str], status: str | None
+    ) -> None:
+        names = {f"#r{i}": name for i, name in enumerate(index_attributes)}
+        update: dict[str, Any] = {
+            "Key": _key(item[PK]["S"], item[SK]["S"]),
+            "UpdateExpression": "REMOVE " + ", ".join(names),
+            "ConditionExpression": "attribute_exists(#pk)",
+            "ExpressionAttributeNames": {**names, "#pk": PK},
+        }
+        if status is not None:
+            update["UpdateExpression"] = "SET #status = :status " + update["UpdateExpression"]
+            update["ExpressionAttributeNames"]["#status"] = "status"
+            update["ExpressionAttributeValues"] = {":status": {"S": status}}
+        try:
+            self._call("update_item", TableName=self._table, **update)
+        except ConflictError:
+            return  # deleted meanwhile: nothing left to take out
 
     def count_pending_work(
         self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
@@ -593,24 +617,29 @@ class DynamoDbLedger:
         if limit <= 0:
             return []
         bound = f"{_sortable(at)}#~"  # '~' sorts after every id: includes expiry == at
-        runs = [
-            self._query_items(
-                limit=limit,
-                IndexName=resources.EXPIRING_INDEX,
-                KeyConditionExpression="#pk = :pk AND #sk <= :bound",
-                ExpressionAttributeNames={
-                    "#pk": resources.EXPIRING_PK,
-                    "#sk": resources.EXPIRING_SK,
-                },
-                ExpressionAttributeValues={
-                    ":pk": {"S": f"EXPIRING#{shard}"},
-                    ":bound": {"S": bound},
-                },
-            )
-            for shard in range(resources.PENDING_SHARDS)
-        ]
-        merged = heapq.merge(*runs, key=lambda item: str(item[resources.EXPIRING_SK]["S"]))
-        nodes = load_readable(MemoryNode, "node", map(_stored, merged))
+
+        def earliest() -> list[dict[str, Any]]:
+            runs = [
+                self._query_items(
+                    limit=limit,
+                    IndexName=resources.EXPIRING_INDEX,
+                    KeyConditionExpression="#pk = :pk AND #sk <= :bound",
+                    ExpressionAttributeNames={
+                        "#pk": resources.EXPIRING_PK,
+                        "#sk": resources.EXPIRING_SK,
+                    },
+                    ExpressionAttributeValues={
+                        ":pk": {"S": f"EXPIRING#{shard}"},
+                        ":bound": {"S": bound},
+                    },
+                )
+                for shard in range(resources.PENDING_SHARDS)
+            ]
+            return list(heapq.merge(*runs, key=lambda item: str(item[resources.EXPIRING_SK]["S"])))
+
+        nodes = self._load_leaving_index(
+            earliest, MemoryNode, "node", (resources.EXPIRING_PK, resources.EXPIRING_SK)
+        )
         return [n for n in nodes if n.lifecycle_state is not LifecycleState.ARCHIVED][:limit]
 
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:

@@ -204,13 +204,28 @@ class SqliteLedger:
                 self._update_work(tx, item)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
-        rows = self._query(
-            "SELECT n.id, n.body FROM node_expiry x JOIN nodes n "
-            "ON n.tenant=x.tenant AND n.owner=x.owner AND n.id=x.node_id "
-            "WHERE x.expires_at <= ? ORDER BY x.expires_at, x.node_id LIMIT ?",
-            (at.timestamp(), limit),
-        )
-        return load_readable(MemoryNode, "node", rows)
+        while True:
+            rows = self._query(
+                "SELECT n.id, n.body, n.tenant, n.owner FROM node_expiry x JOIN nodes n "
+                "ON n.tenant=x.tenant AND n.owner=x.owner AND n.id=x.node_id "
+                "WHERE x.expires_at <= ? ORDER BY x.expires_at, x.node_id LIMIT ?",
+                (at.timestamp(), limit),
+            )
+            nodes, unreadable = split_readable(MemoryNode, "node", rows)
+            if not unreadable:
+                return nodes
+            # Off the expiry list, so it cannot hold up (by its age) the nodes behind it;
+            # each round takes at least one off, so the batch fills with readable nodes.
+            bad = set(unreadable)
+            with self._transaction() as tx:
+                tx.executemany(
+                    "DELETE FROM node_expiry WHERE tenant=? AND owner=? AND node_id=?",
+                    [
+                        (tenant, owner, node_id)
+                        for node_id, _, tenant, owner in rows
+                        if node_id in bad
+                    ],
+                )
 
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         with self._transaction() as tx:
