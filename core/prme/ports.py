@@ -68,6 +68,10 @@ class Extractor(Protocol):
 class Ledger(Protocol):
     """The source of truth: events, nodes, journal, work items. Each method is one transaction.
 
+    A stored event, node, edge or work item that cannot be loaded is quarantined: a read of
+    that one record raises CorruptRecordError, a read of many leaves it out (and logs its
+    id), so one bad record never fails the reads of everything around it.
+
     Every commit carries a journal record with an id unique to that write. Committing the
     very same commit again (its journal record already stored exactly as sent) is a no-op,
     never a conflict: that is what a retry after a lost answer looks like."""
