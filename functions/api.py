@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any, cast
 
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
@@ -42,6 +43,9 @@ def _adapter() -> Mangum:
             request_budget_ms=settings().request_budget_ms,
         )
     )
+    # PRME's loggers (the per-request line included) write through powertools' JSON formatter
+    # instead of propagating to the runtime's text handler on the root logger.
+    copy_config_to_registered_loggers(source_logger=logger, include={"prme"})
     return Mangum(app, lifespan="off")
 
 

@@ -437,6 +437,7 @@ class MemoryClient:
         return self._engine.review_alias_proposal(
             self._owner(user_id),
             proposal_operation_id,
+            actor=self._principal,
             decision=AliasDecision(decision),
             reviewer_id=reviewer_id,
             reason=reason,

@@ -171,6 +171,22 @@ class ValueBindingResolutionError(PrmeError):
     default_detail = "Value binding resolution failed"
 
 
+class CorruptRecordError(PrmeError):
+    """A stored record failed to load (unparsable body, broken shape): it is quarantined.
+
+    Carries the record's kind and id so logs and work items can name it; never its body,
+    whose text is untrusted and may be what broke the parser."""
+
+    default_detail = "This record cannot be read; it is quarantined and was left unchanged"
+    # What a work item that needed the record says in `last_error`.
+    reason_code = "CorruptRecord"
+
+    def __init__(self, kind: str, record_id: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.record_id = record_id
+
+
 class ProcessingIncompleteError(PrmeError):
     """The source was committed but a waiting call could not finish processing (HTTP 503 receipt)."""
 
@@ -197,6 +213,9 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
     (StorageUnavailableError, 503),
+    # A server-side fault that retrying will not fix: 500, not 503 (no retry invitation) and
+    # not 404/409/410 (the record exists and the caller did nothing wrong).
+    (CorruptRecordError, 500),
     (IndexUnavailableError, 503),
     (EmbeddingUnavailableError, 503),
     (ProcessingIncompleteError, 503),

@@ -35,7 +35,14 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "Invalid input; nothing was written"},
     503: {"model": ErrorResponse, "description": "A dependency is unavailable"},
 }
-READ_ERRORS = {**ERRORS, 404: {"model": ErrorResponse, "description": "Unknown or foreign id"}}
+READ_ERRORS = {
+    **ERRORS,
+    404: {"model": ErrorResponse, "description": "Unknown or foreign id"},
+    500: {
+        "model": ErrorResponse,
+        "description": "The record is stored but cannot be read; it is quarantined",
+    },
+}
 WRITE_ERRORS = {
     **ERRORS,
     409: {"model": ErrorResponse, "description": "Idempotency-Key reused with a different body"},

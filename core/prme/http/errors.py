@@ -1,4 +1,8 @@
-"""HTTP error handlers: PRME errors become their status and sanitized body (`prme.errors`)."""
+"""HTTP error handlers: PRME errors become their status and sanitized body (`prme.errors`).
+
+The handlers that log are plain functions, so Starlette runs them on a worker thread: logging
+an error (formatting a traceback, or whatever handler a library put on the root logger) never
+holds up the event loop that serves every other request."""
 
 from __future__ import annotations
 
@@ -9,11 +13,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from prme.errors import PrmeError, public_body, status_for, validation_details
+from prme.http.request_log import REQUEST_ID_HEADER, request_id_of
 
 logger = logging.getLogger("prme.http")
 
 
-async def _prme_error(_request: Request, exc: Exception) -> JSONResponse:
+def _prme_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, PrmeError)  # noqa: S101 - registered for PrmeError only
     status = status_for(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
@@ -31,9 +36,14 @@ async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=422, content={"detail": validation_details(list(exc.errors()))})
 
 
-async def _unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
-    logger.error("unhandled error", exc_info=exc)
-    return JSONResponse(status_code=500, content={"detail": "Internal server error"})
+def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    request_id = request_id_of(request.scope)
+    logger.error("unhandled error", exc_info=exc, extra={"request_id": request_id})
+    # Answered outside the request-log middleware, so the request id is added here.
+    headers = {REQUEST_ID_HEADER: request_id} if request_id is not None else None
+    return JSONResponse(
+        status_code=500, content={"detail": "Internal server error"}, headers=headers
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
