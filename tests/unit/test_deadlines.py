@@ -7,6 +7,7 @@ import io
 import json
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -52,6 +53,7 @@ class DeadlineRecordingIndex(InMemoryIndex):
     def __init__(self) -> None:
         super().__init__()
         self.seen: list[float | None] = []
+        self.neighbours_seen: list[float | None] = []
 
     def upsert(self, documents: Sequence[IndexDocument]) -> None:
         self.seen.append(remaining_seconds())
@@ -60,6 +62,12 @@ class DeadlineRecordingIndex(InMemoryIndex):
     def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
         self.seen.append(remaining_seconds())
         return super().search(owner, query)
+
+    def session_neighbours(
+        self, owner: OwnerKey, anchors: Sequence[tuple[str, datetime, str]], radius: int
+    ) -> list[list[str]]:
+        self.neighbours_seen.append(remaining_seconds())
+        return super().session_neighbours(owner, anchors, radius)
 
 
 def test_store_gives_the_index_write_only_its_share_of_the_deadline() -> None:
@@ -88,6 +96,21 @@ def test_retrieve_keeps_time_for_the_ledger_after_its_search() -> None:
     (left,) = index.seen
     assert left is not None
     assert left < 10.0 * 0.7
+
+
+def test_session_context_leaves_time_for_the_reads_and_receipt_after_it() -> None:
+    h = memory_harness()
+    index = DeadlineRecordingIndex()
+    engine = type(h.engine)(type(h.engine.deps)(**{**h.engine.deps.__dict__, "index": index}))
+    for content in ("where did you go in May", "we went hiking in the Alps"):
+        engine.store(ALICE, StoreInput(content=content, session_id="trip"))
+
+    with deadline_scope(10.0):
+        engine.retrieve(ALICE, RetrieveInput(query="hiking"))
+
+    (left,) = index.neighbours_seen
+    assert left is not None
+    assert left <= 6.0
 
 
 def configs_by_budget() -> DeadlineBoundClient:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
 from prme.errors import IndexUnavailableError
 from prme.model.records import MemoryNode, OwnerKey
@@ -50,7 +51,9 @@ def expand_session_context(
     if anchors <= 0 or radius <= 0 or not lookups:
         return SessionContext(selection)
     try:
-        found = deps.index.session_neighbours(owner, lookups, radius)
+        # At most half of what is left: the neighbours' reads and the receipt come after.
+        with share_of_deadline(0.5):
+            found = deps.index.session_neighbours(owner, lookups, radius)
     except IndexUnavailableError:
         return SessionContext(selection)
     placed = {n.id for n in head}
