@@ -271,6 +271,7 @@ class CandidateIndex:
                 self._long_names[word].append(i)
         # Letter pairs as a multiset: "ab0", "ab1" for a pair written twice.
         self._grams = [_letter_pairs(key.core_text) for key in self._keys]
+        self._letters = [Counter(key.core_text) for key in self._keys]
         frequency: Counter[str] = Counter()
         for grams in self._grams:
             frequency.update(grams)
@@ -344,16 +345,28 @@ class CandidateIndex:
         high = math.floor(length * (2 - self._ratio) / self._ratio + 1e-9)
         return range(low, high + 1)
 
-    def _kept_pairs(self, length: int, partner: int | None = None) -> int:
-        """Letter pairs a name of this length keeps in a partner it could reach the threshold
-        with (of that length, or of the longest length the ratio allows): each unmatched
-        letter, of either name, breaks at most two of them."""
+    def _kept_pairs(self, length: int) -> int:
+        """Letter pairs a name of this length keeps in any partner it could reach the
+        character threshold with (the fewest over the partner lengths the ratio allows)."""
+        kept = (self._kept_with(length, partner) for partner in self._partner_lengths(length))
+        return min((k for k in kept if k is not None), default=0)
+
+    def _kept_with(self, length: int, partner: int) -> int | None:
+        """Letter pairs of a name kept in a partner of the given length when their ratio
+        reaches the threshold; None when the lengths alone rule the pair out.
+
+        At that ratio at most `most` letters of both go unmatched, and the unmatched
+        letters of the two differ by the difference in length. Each unmatched letter of
+        the name breaks at most two of its pairs, each of the partner's at most one."""
         if length < 2 or self._ratio <= 0:
             return 0
-        if partner is None:
-            partner = self._partner_lengths(length)[-1]
-        unmatched = math.floor((1 - self._ratio) * (length + partner) + 1e-9)
-        return (length - 1) - 2 * unmatched
+        most = math.floor((1 - self._ratio) * (length + partner) + 1e-9)
+        longer_by = length - partner
+        if most < abs(longer_by):
+            return None
+        unmatched = most if (most - longer_by) % 2 == 0 else most - 1
+        own, other = (unmatched + longer_by) // 2, (unmatched - longer_by) // 2
+        return (length - 1) - (2 * own + other)
 
     def _contains(self, i: int, j: int) -> bool:
         """`i`'s words are a strict part of `j`'s, large enough for containment or overlap."""
@@ -376,10 +389,17 @@ class CandidateIndex:
         a, b = len(self._keys[i].core_text), len(self._keys[j].core_text)
         if a + b == 0 or (2 * min(a, b) / (a + b)) ** 3 < self._threshold - _BOUND_SLACK:
             return False
-        needed = max(self._kept_pairs(a, b), self._kept_pairs(b, a))
+        kept, kept_back = self._kept_with(a, b), self._kept_with(b, a)
+        if kept is None or kept_back is None:
+            return False
+        needed = max(kept, kept_back)
         if needed < 1:
             return True
-        return len(self._grams[i] & self._grams[j]) >= needed
+        if len(self._grams[i] & self._grams[j]) < needed:
+            return False
+        # difflib's quick_ratio: the letters both have, wherever they are.
+        common = sum((self._letters[i] & self._letters[j]).values())
+        return (2 * common / (a + b)) ** 3 >= self._threshold - _BOUND_SLACK
 
 
 def _any(_j: int) -> bool:
