@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python -m benchmarks.embedder_speed
 	$(BIN)/python -m benchmarks.store_retrieve
 	$(BIN)/python -m benchmarks.read_side --quick
+	$(BIN)/python -m benchmarks.alias_scan --quick
 	$(BIN)/python -m benchmarks.locomo_evidence --quick
 	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve
 
