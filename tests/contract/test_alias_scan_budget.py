@@ -131,3 +131,14 @@ def test_maintenance_passes_share_a_budget_and_finish_every_owner(any_backend: H
     assert alias_work(h, ALICE) == alias_work(h, BOB) == 0
     assert proposed_pairs(h, ALICE) == every_pair_compared(NAMES)
     assert proposed_pairs(h, BOB) == every_pair_compared(NAMES[:6])
+
+
+def test_a_pass_without_time_left_scans_nobody_and_leaves_the_work(any_backend: Harness) -> None:
+    h = any_backend
+    store_names(h, ALICE, NAMES[:4])
+
+    report = h.engine.propose_aliases(None, budget=AliasScanBudget(max_ms=0))
+
+    assert (report.owners_scanned, report.pairs_compared, report.complete) == (0, 0, False)
+    assert alias_work(h, ALICE) == 4
+    assert h.engine.list_alias_proposals(ALICE) == []

@@ -247,9 +247,8 @@ class CandidateIndex:
         self._keys = list(keys)
         self._threshold = threshold
         floor = threshold - _BOUND_SLACK
-        # The difflib ratio a pair needs: at most this share of both lengths goes unmatched.
-        ratio = floor ** (1 / 3) if floor > 0 else 0.0
-        self._ratio = ratio
+        # The difflib ratio a pair needs for its cubed score to reach the threshold.
+        self._ratio = floor ** (1 / 3) if floor > 0 else 0.0
         self._overlap_floor = floor
         self._equal: defaultdict[str, list[int]] = defaultdict(list)
         self._single_words: defaultdict[str, list[int]] = defaultdict(list)
@@ -282,6 +281,10 @@ class CandidateIndex:
         self._unbounded: list[int] = []
         for i, grams in enumerate(self._grams):
             length = len(self._keys[i].core_text)
+            if length < 2 and self._ratio > 2 / 3:
+                # One letter reaches such a ratio only with itself: an equal compact form.
+                self._gram_prefixes.append(())
+                continue
             needed = self._kept_pairs(length)
             if needed < 1:
                 self._unbounded.append(i)
@@ -308,8 +311,8 @@ class CandidateIndex:
             partial(self._overlaps, i),
             partial(self._spelled, i),
         )
-        search.read(self._equal[f"c:{key.compact}"], later_only=True, accept=_any)
-        search.read(self._equal[_word_set(key)], later_only=True, accept=_any)
+        search.read(self._equal.get(f"c:{key.compact}", []), later_only=True, accept=_any)
+        search.read(self._equal.get(_word_set(key), []), later_only=True, accept=_any)
         if _acronym_word(key):
             search.read(self._acronyms.get(key.core[0], []), later_only=True, accept=_any)
         for acronym in sorted(key.acronyms):

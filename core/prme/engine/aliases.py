@@ -96,7 +96,8 @@ class AliasScanBudget:
     """What one scan pass may spend, set by its caller (the maintenance function gives it
     what is left of its own time limit). Comparing stops after the name that reaches a
     limit; the proposals found are journaled and the next pass continues after that name.
-    Every run visits at least one name, so successive runs always progress."""
+    An owner's scan that starts visits at least one name, so successive runs always
+    progress; a pass with no time left starts none."""
 
     max_pairs: int = DEFAULT_MAX_PAIRS
     max_ms: int | None = None
@@ -177,14 +178,14 @@ def propose_aliases(
     for position, key in enumerate(owners):
         owners_left = len(owners) - position
         pairs_left = budget.max_pairs - sum(s.pairs_compared for s in scans)
+        if pairs_left <= 0:
+            break
         deadline: float | None = None
         if budget.max_ms is not None:
             ms_left = budget.max_ms - (time.monotonic() - started) * 1000
-            deadline = time.monotonic() + max(ms_left, 0) / owners_left / 1000
             if ms_left <= 0:
                 break
-        if pairs_left <= 0:
-            break
+            deadline = time.monotonic() + ms_left / owners_left / 1000
         # Listed before the scan: work committed during it stays pending for the next pass.
         work = deps.ledger.list_pending_work(key, _OWNER_WORK_LIMIT, family="alias")
         scan = scan_owner(deps, key, max_pairs=max(1, pairs_left // owners_left), deadline=deadline)
