@@ -115,21 +115,21 @@ def test_a_name_added_during_an_unfinished_scan_waits_for_the_next_scan(
 
 def test_maintenance_passes_share_a_budget_and_finish_every_owner(any_backend: Harness) -> None:
     h = any_backend
-    store_names(h, ALICE, NAMES)
+    store_names(h, ALICE, NAMES[:14])
     store_names(h, BOB, NAMES[:6])
     budget = AliasScanBudget(max_pairs=4)
 
     first = h.engine.propose_aliases(None, budget=budget)
 
     assert not first.complete
-    assert 1 <= first.pairs_compared < len(every_pair_compared(NAMES))
+    assert 1 <= first.pairs_compared < len(every_pair_compared(NAMES[:14]))
     passes = 1
     while h.engine.propose_aliases(None, budget=budget).owners_scanned:
         passes += 1
         assert passes <= len(NAMES), "every pass must move the scans forward"
     assert passes > 2
     assert alias_work(h, ALICE) == alias_work(h, BOB) == 0
-    assert proposed_pairs(h, ALICE) == every_pair_compared(NAMES)
+    assert proposed_pairs(h, ALICE) == every_pair_compared(NAMES[:14])
     assert proposed_pairs(h, BOB) == every_pair_compared(NAMES[:6])
 
 
