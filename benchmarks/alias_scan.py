@@ -1,7 +1,8 @@
 """Alias scan cost at 1,000 / 2,000 / 5,000 entity names that share words (embedded backend).
 
 Run from the repo root: `PYTHONPATH=core .venv/bin/python -m benchmarks.alias_scan [--quick]`.
-Each size gets a fresh data directory. Scans run with the default budget until one reports
+Each size gets a fresh data directory; a last case at 5,000 names of a few syllables is
+the worst case for the blocks (many names one letter apart), where per-name caps apply. Scans run with the default budget until one reports
 its scan complete (a run also stops after 200 new proposals), then a rescan with nothing
 new measures the comparing alone, with tracemalloc on for its peak Python allocation. The
 maintenance function's limit is reported as pass/fail, never asserted.
@@ -33,6 +34,10 @@ from prme.model.records import OwnerKey
 
 SIZES = (1_000, 2_000, 5_000)
 QUICK_SIZES = (300, 600)
+# The worst case for the letter-pair blocks: names from a few syllables, so many are one
+# letter apart and the per-name caps come into play.
+DENSE_SIZE = 5_000
+QUICK_DENSE_SIZE = 600
 # The maintenance function's timeout; a scan run should stay well inside it.
 MAINTENANCE_LIMIT_S = 120.0
 MAX_RUNS = 50
@@ -76,6 +81,18 @@ def shared_word_names(count: int, seed: int) -> list[str]:
     return ordered
 
 
+def dense_names(count: int, seed: int) -> list[str]:
+    """`count` distinct names of two to four syllables (from 90) and one shared word."""
+    rng = random.Random(seed)
+    consonants, vowels = "bcdfghjklmnprstvwz", "aeiou"
+    names: dict[str, None] = {}
+    while len(names) < count:
+        syllables = rng.randint(2, 4)
+        word = "".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(syllables))
+        names[f"{word.title()} {rng.choice(_SHARED[:2])}"] = None
+    return list(names)
+
+
 def pairs_sharing_a_word(names: list[str]) -> int:
     """Pairs the scan before candidate blocking compared at least (every pair with a word
     in common)."""
@@ -90,8 +107,8 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def measure(engine: MemoryEngine, size: int) -> dict[str, Any]:
-    names = shared_word_names(size, seed=size)
+def measure(engine: MemoryEngine, size: int, *, dense: bool = False) -> dict[str, Any]:
+    names = dense_names(size, seed=size) if dense else shared_word_names(size, seed=size)
     t0 = time.perf_counter()
     for name in names:
         engine.store(OWNER, StoreInput(content=name, node_type=NodeType.ENTITY))
@@ -124,6 +141,7 @@ def measure(engine: MemoryEngine, size: int) -> dict[str, Any]:
 
     return {
         "names": size,
+        "dataset": "dense near-spellings" if dense else "shared words",
         "pairs_sharing_a_word": pairs_sharing_a_word(names),
         "store_s": store_s,
         "runs": runs,
@@ -147,7 +165,7 @@ def measure(engine: MemoryEngine, size: int) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     header = (
-        f"{'names':>6} {'pairs sharing a word':>21} {'pairs compared':>15} {'runs':>5} "
+        f"{'dataset':>21} {'names':>6} {'pairs sharing a word':>21} {'pairs compared':>15} {'runs':>5} "
         f"{'scan s':>7} {'slowest run s':>14} {'proposals':>10} {'rescan peak MB':>15} "
         f"{'peak RSS MB':>12}"
     )
@@ -155,7 +173,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("-" * len(header))
     for r in rows:
         print(
-            f"{r['names']:>6} {r['pairs_sharing_a_word']:>21,} {r['pairs_compared']:>15,} "
+            f"{r['dataset']:>21} {r['names']:>6} {r['pairs_sharing_a_word']:>21,} {r['pairs_compared']:>15,} "
             f"{r['runs_until_complete']:>5} {r['scan_s']:>7.2f} {r['slowest_run_s']:>14.2f} "
             f"{r['proposals_created']:>10} {r['rescan']['traced_peak_mb']:>15.1f} "
             f"{r['process_peak_rss_mb']:>12.0f}"
@@ -181,11 +199,13 @@ def main() -> None:
     )
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    for size in sizes:
+    cases = [(size, False) for size in sizes]
+    cases.append((QUICK_DENSE_SIZE if args.quick else DENSE_SIZE, True))
+    for size, dense in cases:
         with tempfile.TemporaryDirectory() as tmp:
             backend = open_embedded(Path(tmp) / "data", embedder=HashingEmbedder())
             try:
-                rows.append(measure(backend.engine, size))
+                rows.append(measure(backend.engine, size, dense=dense))
             finally:
                 backend.close()
         print(f"measured {size} names", file=sys.stderr, flush=True)

@@ -2,9 +2,11 @@
 
 A scan compares an owner's active entity names within each scope and journals each likely
 pair once, as unverified advice with its score, signals, evidence and the node states it
-assessed. Only a person's review acts on it: an acceptance adds a verified `alias_of` edge
-between the two nodes (both stay active and unchanged), a rejection records the reason.
-Nothing here merges, edits or archives a node.
+assessed. A scan runs within its caller's budget, comparing each name only with the
+candidates `CandidateIndex` finds, and an unfinished scan continues on the next run. Only a
+person's review acts on it: an acceptance adds a verified `alias_of` edge between the two
+nodes (both stay active and unchanged), a rejection records the reason. Nothing here
+merges, edits or archives a node.
 """
 
 from __future__ import annotations
