@@ -10,6 +10,7 @@ import pytest
 
 from prme.engine.alias_names import (
     ALIAS_THRESHOLD,
+    MAX_PARTNERS_PER_NAME,
     CandidateIndex,
     candidate_pairs,
     compare_keys,
@@ -184,3 +185,15 @@ def test_compared_pairs_grow_about_linearly_with_names_sharing_a_word() -> None:
     assert small_found >= 140 and large_found >= 590
     assert small <= 2 * small_found and large <= 2 * large_found
     assert large <= 5 * small
+
+
+def test_a_name_contained_in_thousands_is_compared_with_a_capped_number_and_says_so() -> None:
+    names = ["Smith", *(n.replace("Street", "Smith") for n in sharing_a_word(2000))]
+    index = CandidateIndex([name_key(n) for n in names])
+
+    contained = index.partners(0)
+
+    # Every "<word> Smith" would be a proposal; one name still costs a bounded amount.
+    assert len(contained.indexes) == MAX_PARTNERS_PER_NAME
+    assert contained.capped
+    assert not index.partners(1).capped
