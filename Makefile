@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python -m benchmarks.embedder_speed
 	$(BIN)/python -m benchmarks.store_retrieve
 	$(BIN)/python -m benchmarks.read_side --quick
+	$(BIN)/python -m benchmarks.alias_scan --quick
 	$(BIN)/python -m benchmarks.error_stall --quick
 	$(BIN)/python -m benchmarks.locomo_evidence --quick
 	$(BIN)/python -m benchmarks.crash_durability --trials 10

@@ -9,6 +9,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.runtime import backend, logger, metrics, settings, tracer
+from prme.engine.aliases import AliasScanBudget
+
+# The alias scan may compare names for this share of the time left after the other
+# maintenance work; the rest journals its proposals and closes its work. A scan that needs
+# more continues on the next scheduled pass.
+ALIAS_SCAN_TIME_SHARE = 0.5
 
 
 @logger.inject_lambda_context
@@ -18,11 +24,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     engine = backend().engine
     archived = engine.archive_expired()
     swept = engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
-    aliases = engine.propose_aliases()
+    scan_ms = int(context.get_remaining_time_in_millis() * ALIAS_SCAN_TIME_SHARE)
+    aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept)
     metrics.add_metric(
         name="AliasProposalsCreated", unit=MetricUnit.Count, value=aliases.proposals_created
+    )
+    metrics.add_metric(
+        name="AliasPairsCompared", unit=MetricUnit.Count, value=aliases.pairs_compared
     )
     logger.info(
         "maintenance pass",
@@ -32,6 +42,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "alias_owners_scanned": aliases.owners_scanned,
             "alias_proposals_created": aliases.proposals_created,
             "alias_work_pending": aliases.pending,
+            "alias_pairs_compared": aliases.pairs_compared,
+            "alias_scan_complete": aliases.complete,
+            "alias_names_remaining": aliases.names_remaining,
+            "alias_names_capped": aliases.names_capped,
         },
     )
     return {

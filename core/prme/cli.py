@@ -129,7 +129,9 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         aliases = backend.engine.propose_aliases(None)
         print(
             f"processed={report.processed} pending={report.pending} failed={report.failed} "
-            f"alias_proposals={aliases.proposals_created}"
+            f"alias_proposals={aliases.proposals_created} "
+            f"alias_pairs_compared={aliases.pairs_compared} "
+            f"alias_scan_complete={str(aliases.complete).lower()}"
         )
         return 0
     finally:

@@ -10,6 +10,8 @@ import pytest
 
 from prme.engine.alias_names import (
     ALIAS_THRESHOLD,
+    MAX_PARTNERS_PER_NAME,
+    CandidateIndex,
     candidate_pairs,
     compare_keys,
     compare_names,
@@ -110,3 +112,88 @@ def test_candidate_pairs_never_drop_a_pair_a_full_comparison_would_propose() -> 
     }
     assert full
     assert pruned == full
+
+
+def near_spellings(seed: int) -> list[str]:
+    """Names built from a small vocabulary (shared words, numbers, titles, designators),
+    with deletions, insertions, substitutions, reorderings and initials of some of them."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choices("abdeilmnorst", k=rng.randint(2, 9))) for _ in range(25)]
+    words += ["dr", "the", "inc", "of", "and", "5", "12"]
+    names = [
+        " ".join(rng.choice(words) for _ in range(rng.choice([1, 1, 2, 2, 3, 4, 8, 9])))
+        for _ in range(80)
+    ]
+    for name in names[:40]:
+        k = rng.randrange(len(name))
+        names += [
+            name[:k] + name[k + 1 :],
+            name[:k] + rng.choice("ab ") + name[k:],
+            name[:k] + rng.choice("xyz") + name[k + 1 :],
+            "".join(w[0] for w in name.split()),
+            " ".join([*rng.sample(name.split(), len(name.split())), rng.choice(words)]),
+        ]
+    return list(dict.fromkeys(names))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blocking_finds_every_pair_of_near_spellings(seed: int) -> None:
+    keys = [k for k in map(name_key, near_spellings(seed)) if k.text]
+    full = {
+        (i, j)
+        for i, j in combinations(range(len(keys)), 2)
+        if compare_keys(keys[i], keys[j]).similarity >= ALIAS_THRESHOLD
+    }
+    pruned = set(candidate_pairs(keys))
+    assert full <= pruned
+    # And it prunes: far fewer candidates than pairs.
+    assert len(pruned) < len(keys) * (len(keys) - 1) / 20
+
+
+def sharing_a_word(count: int) -> list[str]:
+    """`count` distinct names that all end in the same word, as a street list would: half
+    of them a misspelling of the other half (a letter left out), so each has a partner."""
+    rng = random.Random(count)
+    words: set[str] = set()
+    while len(words) < count // 2:
+        words.add("".join(rng.choices(string.ascii_lowercase, k=rng.randint(6, 10))))
+    names = {f"{w.title()} Street" for w in words}
+    for word in sorted(words):
+        k = rng.randrange(1, len(word))
+        names.add(f"{(word[:k] + word[k + 1 :]).title()} Street")
+    return sorted(names)[:count]
+
+
+def compared_pairs(names: list[str]) -> tuple[int, int]:
+    """Pairs the index has compared, and how many of them reach the threshold."""
+    keys = [name_key(n) for n in names]
+    index = CandidateIndex(keys)
+    searches = [(i, index.partners(i)) for i in range(len(index))]
+    assert not any(s.capped for _, s in searches)
+    pairs = [(i, j) for i, s in searches for j in s.indexes]
+    proposed = sum(compare_keys(keys[i], keys[j]).similarity >= ALIAS_THRESHOLD for i, j in pairs)
+    return len(pairs), proposed
+
+
+def test_compared_pairs_grow_about_linearly_with_names_sharing_a_word() -> None:
+    (small, small_found), (large, large_found) = (
+        compared_pairs(sharing_a_word(300)),
+        compared_pairs(sharing_a_word(1200)),
+    )
+    # Every planted misspelling is found, and little else is compared: four times the
+    # names, about four times the pairs (the pairs sharing the word grow sixteenfold).
+    assert small_found >= 140 and large_found >= 590
+    assert small <= 2 * small_found and large <= 2 * large_found
+    assert large <= 5 * small
+
+
+def test_a_name_contained_in_thousands_is_compared_with_a_capped_number_and_says_so() -> None:
+    names = ["Smith", *(n.replace("Street", "Smith") for n in sharing_a_word(2000))]
+    index = CandidateIndex([name_key(n) for n in names])
+
+    contained = index.partners(0)
+
+    # Every "<word> Smith" would be a proposal; one name still costs a bounded amount.
+    assert len(contained.indexes) == MAX_PARTNERS_PER_NAME
+    assert contained.capped
+    assert not index.partners(1).capped

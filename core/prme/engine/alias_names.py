@@ -7,15 +7,15 @@ never merges or links anything by itself.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from itertools import combinations
-
-import numpy as np
+from functools import partial
 
 # A pair at or above this similarity becomes a proposal.
 ALIAS_THRESHOLD = 0.75
@@ -52,9 +52,6 @@ _SCORE_CONTAINMENT = 0.76
 _MIN_CONTAINMENT_COVERAGE = 1 / 3
 _MAX_ACRONYM_LENGTH = 10
 
-# Characters are counted in this many buckets for the vectorised bound of `candidate_pairs`;
-# a shared bucket only loosens the bound, it never drops a pair.
-_CHAR_BUCKETS = 64
 # Scores are rounded to 4 places: a bound within half a step of the threshold still passes.
 _BOUND_SLACK = 5e-5
 
@@ -216,49 +213,272 @@ def _character_similarity(a: str, b: str, *, needed: float | None) -> float | No
     return score if score > 0 else None
 
 
+# Work one name may cause whatever the other names are: entries of blocks (names sharing a
+# key) read while looking for its partners, and partners kept for a comparison. A key that
+# thousands of names share so costs each of them a bounded amount, never one comparison per
+# other name; a name whose search reaches a cap is reported as capped.
+MAX_BLOCK_READS_PER_NAME = 1500
+MAX_PARTNERS_PER_NAME = 100
+# Only names with this many distinct words can reach the overlap threshold without one
+# containing the other (six shared words, one more on each side).
+_MIN_OVERLAP_ONLY_WORDS = 7
+
+
+@dataclass(frozen=True)
+class Partners:
+    """The names one name is compared with, and whether a cap cut that search short."""
+
+    indexes: tuple[int, ...]
+    capped: bool
+
+
+class CandidateIndex:
+    """Blocks over one scope's names, so each name is compared only with names that could
+    score at or above the threshold with it, found through keys they share.
+
+    Positions give the order: a pair is found from its earlier name, except a word-set
+    containment, found from the contained name. Blocks, all exact for the signals:
+    equal compact forms and equal word sets; an acronym and the one-word name it spells;
+    the contained name's rarest word for containment and overlap; for the overlap of long
+    names, their rarest words (prefix filtering); for the character ratio, each name's
+    rarest letter pairs (prefix filtering over the letter pairs a close spelling keeps)."""
+
+    def __init__(self, keys: Sequence[NameKey], *, threshold: float = ALIAS_THRESHOLD) -> None:
+        self._keys = list(keys)
+        self._threshold = threshold
+        floor = threshold - _BOUND_SLACK
+        # The difflib ratio a pair needs for its cubed score to reach the threshold.
+        self._ratio = floor ** (1 / 3) if floor > 0 else 0.0
+        self._overlap_floor = floor
+        self._equal: defaultdict[str, list[int]] = defaultdict(list)
+        self._single_words: defaultdict[str, list[int]] = defaultdict(list)
+        self._acronyms: defaultdict[str, list[int]] = defaultdict(list)
+        self._words: defaultdict[str, list[int]] = defaultdict(list)
+        for i, key in enumerate(self._keys):
+            self._equal[f"c:{key.compact}"].append(i)
+            self._equal[_word_set(key)].append(i)
+            if _acronym_word(key):
+                self._single_words[key.core[0]].append(i)
+            for acronym in key.acronyms:
+                self._acronyms[acronym].append(i)
+            for word in key.core_set:
+                self._words[word].append(i)
+        self._overlap_prefixes = [self._overlap_prefix(key) for key in self._keys]
+        self._long_names: defaultdict[str, list[int]] = defaultdict(list)
+        for i, prefix in enumerate(self._overlap_prefixes):
+            for word in prefix:
+                self._long_names[word].append(i)
+        # Letter pairs as a multiset: "ab0", "ab1" for a pair written twice.
+        self._grams = [_letter_pairs(key.core_text) for key in self._keys]
+        self._letters = [Counter(key.core_text) for key in self._keys]
+        frequency: Counter[str] = Counter()
+        for grams in self._grams:
+            frequency.update(grams)
+        self._gram_prefixes: list[tuple[str, ...]] = []
+        # By letter pair and length: a probe reads only the lengths the ratio allows.
+        self._by_gram: defaultdict[tuple[str, int], list[int]] = defaultdict(list)
+        # Names too short for the letter-pair bound are compared with every name.
+        self._unbounded: list[int] = []
+        for i, grams in enumerate(self._grams):
+            length = len(self._keys[i].core_text)
+            if length < 2 and self._ratio > 2 / 3:
+                # One letter reaches such a ratio only with itself: an equal compact form.
+                self._gram_prefixes.append(())
+                continue
+            needed = self._kept_pairs(length)
+            if needed < 1:
+                self._unbounded.append(i)
+                self._gram_prefixes.append(())
+                continue
+            elements = sorted(grams, key=lambda e: (frequency[e], e))
+            prefix = tuple(elements[: len(elements) - needed + 1])
+            self._gram_prefixes.append(prefix)
+            for element in prefix:
+                self._by_gram[(element, length)].append(i)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def partners(self, i: int) -> Partners:
+        """The positions `i` is compared with, in the order found."""
+        key = self._keys[i]
+        if not key.text:
+            return Partners((), capped=False)
+        # Different numbers rule a pair out before anything else is compared.
+        search = _Search(i, eligible=lambda j: self._keys[j].numbers == key.numbers)
+        contains, overlaps, spelled = (
+            partial(self._contains, i),
+            partial(self._overlaps, i),
+            partial(self._spelled, i),
+        )
+        search.read(self._equal.get(f"c:{key.compact}", []), later_only=True, accept=_any)
+        search.read(self._equal.get(_word_set(key), []), later_only=True, accept=_any)
+        if _acronym_word(key):
+            search.read(self._acronyms.get(key.core[0], []), later_only=True, accept=_any)
+        for acronym in sorted(key.acronyms):
+            search.read(self._single_words.get(acronym, []), later_only=True, accept=_any)
+        rarest = min(key.core_set, key=lambda w: (len(self._words[w]), w))
+        search.read(self._words[rarest], later_only=False, accept=contains)
+        for word in self._overlap_prefixes[i]:
+            search.read(self._long_names[word], later_only=True, accept=overlaps)
+        lengths = self._partner_lengths(len(key.core_text))
+        for element in self._gram_prefixes[i]:
+            for length in lengths:
+                block = self._by_gram.get((element, length))
+                if block is not None:
+                    search.read(block, later_only=True, accept=spelled)
+        if self._unbounded:
+            search.read(self._unbounded, later_only=True, accept=spelled)
+            if i in self._unbounded:
+                search.read(range(len(self._keys)), later_only=True, accept=spelled)
+        return Partners(tuple(search.found), search.capped)
+
+    def _overlap_prefix(self, key: NameKey) -> tuple[str, ...]:
+        if len(key.core_set) < _MIN_OVERLAP_ONLY_WORDS:
+            return ()
+        return tuple(sorted(key.core_set, key=lambda w: (len(self._words[w]), w)))[
+            : len(key.core_set) - math.ceil(self._overlap_floor * len(key.core_set)) + 1
+        ]
+
+    def _partner_lengths(self, length: int) -> range:
+        """Lengths a partner may have for the character ratio to reach the threshold."""
+        if self._ratio <= 0:
+            return range(0)
+        low = math.ceil(length * self._ratio / (2 - self._ratio) - 1e-9)
+        high = math.floor(length * (2 - self._ratio) / self._ratio + 1e-9)
+        return range(low, high + 1)
+
+    def _kept_pairs(self, length: int) -> int:
+        """Letter pairs a name of this length keeps in any partner it could reach the
+        character threshold with (the fewest over the partner lengths the ratio allows)."""
+        kept = (self._kept_with(length, partner) for partner in self._partner_lengths(length))
+        return min((k for k in kept if k is not None), default=0)
+
+    def _kept_with(self, length: int, partner: int) -> int | None:
+        """Letter pairs of a name kept in a partner of the given length when their ratio
+        reaches the threshold; None when the lengths alone rule the pair out.
+
+        At that ratio at most `most` letters of both go unmatched, and the unmatched
+        letters of the two differ by the difference in length. Each unmatched letter of
+        the name breaks at most two of its pairs, each of the partner's at most one."""
+        if length < 2 or self._ratio <= 0:
+            return 0
+        most = math.floor((1 - self._ratio) * (length + partner) + 1e-9)
+        longer_by = length - partner
+        if most < abs(longer_by):
+            return None
+        unmatched = most if (most - longer_by) % 2 == 0 else most - 1
+        own, other = (unmatched + longer_by) // 2, (unmatched - longer_by) // 2
+        return (length - 1) - (2 * own + other)
+
+    def _contains(self, i: int, j: int) -> bool:
+        """`i`'s words are a strict part of `j`'s, large enough for containment or overlap."""
+        short, long = self._keys[i], self._keys[j]
+        if not short.core_set < long.core_set:
+            return False
+        return len(short.core) * 3 >= len(long.core) or len(
+            short.core_set
+        ) >= self._overlap_floor * len(long.core_set)
+
+    def _overlaps(self, i: int, j: int) -> bool:
+        a, b = self._keys[i].core_set, self._keys[j].core_set
+        if a <= b or b <= a:
+            return False  # found through the contained name instead
+        return len(a & b) >= self._overlap_floor * len(a | b)
+
+    def _spelled(self, i: int, j: int) -> bool:
+        """Whether the character ratio could reach the threshold: the lengths and the
+        letter pairs both names must keep leave it within reach."""
+        a, b = len(self._keys[i].core_text), len(self._keys[j].core_text)
+        if a + b == 0 or (2 * min(a, b) / (a + b)) ** 3 < self._threshold - _BOUND_SLACK:
+            return False
+        kept, kept_back = self._kept_with(a, b), self._kept_with(b, a)
+        if kept is None or kept_back is None:
+            return False
+        needed = max(kept, kept_back)
+        if needed < 1:
+            return True
+        if len(self._grams[i] & self._grams[j]) < needed:
+            return False
+        # difflib's quick_ratio: the letters both have, wherever they are.
+        common = sum((self._letters[i] & self._letters[j]).values())
+        return (2 * common / (a + b)) ** 3 >= self._threshold - _BOUND_SLACK
+
+
+def _any(_j: int) -> bool:
+    return True
+
+
+def _acronym_word(key: NameKey) -> bool:
+    if len(key.core) != 1:
+        return False
+    word = key.core[0]
+    return 2 <= len(word) <= _MAX_ACRONYM_LENGTH and word.isalpha()
+
+
+def _word_set(key: NameKey) -> str:
+    return "s:" + "\x1f".join(sorted(key.core_set))
+
+
+def _letter_pairs(text: str) -> frozenset[str]:
+    written: Counter[str] = Counter()
+    elements: list[str] = []
+    for k in range(len(text) - 1):
+        pair = text[k : k + 2]
+        elements.append(f"{pair}{written[pair]}")
+        written[pair] += 1
+    return frozenset(elements)
+
+
+class _Search:
+    """One name's partner search: what it found and whether a cap stopped it."""
+
+    def __init__(self, origin: int, *, eligible: Callable[[int], bool]) -> None:
+        self.origin = origin
+        self._eligible = eligible
+        self.found: dict[int, None] = {}
+        self.capped = False
+        # Per rule: a name one rule turned down may still be another rule's partner.
+        self._seen: defaultdict[Callable[[int], bool], set[int]] = defaultdict(set)
+        self._reads = 0
+
+    def read(
+        self, block: Sequence[int], *, later_only: bool, accept: Callable[[int], bool]
+    ) -> None:
+        start = bisect_right(block, self.origin) if later_only else 0
+        for position in range(start, len(block)):
+            if self._reads >= MAX_BLOCK_READS_PER_NAME or len(self.found) >= MAX_PARTNERS_PER_NAME:
+                self.capped = True
+                return
+            self._reads += 1
+            j = block[position]
+            seen = self._seen[accept]
+            if j == self.origin or j in self.found or j in seen:
+                continue
+            seen.add(j)
+            if self._eligible(j) and accept(j):
+                self.found[j] = None
+
+
 def candidate_pairs(
     keys: Sequence[NameKey], *, threshold: float = ALIAS_THRESHOLD
 ) -> Iterator[tuple[int, int]]:
-    """Index pairs (i < j) that `compare_keys` could score at or above `threshold`.
-
-    Every other pair is left out without comparing it: pairs sharing a core token, the
-    compact form or an acronym, plus pairs whose character counts (difflib's quick_ratio
-    bound, computed for all pairs at once) leave the character signal within reach."""
-    related: set[tuple[int, int]] = set()
-    groups: defaultdict[str, list[int]] = defaultdict(list)
-    for i, key in enumerate(keys):
-        for token in key.core_set:
-            groups[f"t:{token}"].append(i)
-        groups[f"c:{key.compact}"].append(i)
-        if len(key.core) == 1:
-            groups[f"a:{key.core[0]}"].append(i)
-        for acronym in key.acronyms:
-            groups[f"a:{acronym}"].append(i)
-    for members in groups.values():
-        related.update(combinations(members, 2))
-    yield from sorted(related)
-    if len(keys) < 2:
-        return
-    counts = np.zeros((len(keys), _CHAR_BUCKETS), dtype=np.int32)
-    for i, key in enumerate(keys):
-        for char in key.core_text:
-            counts[i, ord(char) % _CHAR_BUCKETS] += 1
-    lengths = counts.sum(axis=1)
-    for i in range(len(keys) - 1):
-        common = np.minimum(counts[i], counts[i + 1 :]).sum(axis=1)
-        total = np.maximum(lengths[i] + lengths[i + 1 :], 1)
-        reachable = np.nonzero((2.0 * common / total) ** 3 >= threshold - _BOUND_SLACK)[0]
-        for offset in reachable.tolist():
-            pair = (i, i + 1 + offset)
-            if pair not in related:
-                yield pair
+    """Index pairs (i < j) that `compare_keys` could score at or above `threshold`, found
+    through `CandidateIndex` (every such pair while no cap is reached)."""
+    index = CandidateIndex(keys, threshold=threshold)
+    pairs = {(min(i, j), max(i, j)) for i in range(len(keys)) for j in index.partners(i).indexes}
+    yield from sorted(pairs)
 
 
 __all__ = [
     "ALIAS_THRESHOLD",
+    "MAX_BLOCK_READS_PER_NAME",
+    "MAX_PARTNERS_PER_NAME",
     "NO_MATCH",
+    "CandidateIndex",
     "NameKey",
     "NameMatch",
+    "Partners",
     "candidate_pairs",
     "compare_keys",
     "compare_names",

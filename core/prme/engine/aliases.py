@@ -2,25 +2,33 @@
 
 A scan compares an owner's active entity names within each scope and journals each likely
 pair once, as unverified advice with its score, signals, evidence and the node states it
-assessed. Only a person's review acts on it: an acceptance adds a verified `alias_of` edge
-between the two nodes (both stay active and unchanged), a rejection records the reason.
-Nothing here merges, edits or archives a node.
+assessed. A scan runs within its caller's budget, comparing each name only with the
+candidates `CandidateIndex` finds, and an unfinished scan continues on the next run. Only a
+person's review acts on it: an acceptance adds a verified `alias_of` edge between the two
+nodes (both stay active and unchanged), a rejection records the reason. Nothing here
+merges, edits or archives a node.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import time
 import uuid
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from pydantic import ValidationError
 
 from prme.engine.alias_names import (
     ALIAS_THRESHOLD,
+    CandidateIndex,
     NameKey,
     NameMatch,
-    candidate_pairs,
     compare_keys,
     name_key,
 )
@@ -34,6 +42,8 @@ from prme.model.aliases import (
     ALIAS_PROPOSAL_PREFIX,
     ALIAS_REVIEW_OPERATION,
     ALIAS_REVIEW_PREFIX,
+    ALIAS_SCAN_PROGRESS_OPERATION,
+    ALIAS_SCAN_PROGRESS_PREFIX,
     MAX_REVIEW_REASON_CHARS,
     MAX_REVIEWER_ID_CHARS,
     AliasCandidate,
@@ -41,6 +51,7 @@ from prme.model.aliases import (
     AliasProposal,
     AliasProposalItem,
     AliasReview,
+    AliasScanProgress,
     AliasSignal,
     AliasStatus,
     NodeAssessment,
@@ -56,12 +67,13 @@ from prme.model.records import (
 )
 
 SCANNER = "name_similarity_v1"
-# A scan compares at most this many distinct names per scope (those most recently seen
-# first): all pairs of them, pruned by `candidate_pairs`, take seconds at this size.
+# A scan visits at most this many distinct names per scope (those most recently seen).
 MAX_SCAN_NAMES = 5000
-# New proposals one scan journals (one write each), strongest first. When a scan stops
-# here its alias work stays pending, so the next maintenance pass continues.
+# New proposals one run finds before it stops (one journal write each); the next run
+# continues after the last name it visited.
 MAX_NEW_PROPOSALS_PER_SCAN = 200
+# Name pairs one run compares when its caller sets no other budget (an on-demand scan).
+DEFAULT_MAX_PAIRS = 250_000
 # Pending alias work items one maintenance pass reads (each owner is scanned once).
 ALIAS_WORK_BATCH = 100
 # All pending alias work of one owner that a scan closes.
@@ -72,6 +84,8 @@ MAX_LIST_LIMIT = 500
 # Proposal ids are uuid5 names in this namespace: the same pair in the same states always
 # gets the same id, so a rescan never proposes it twice.
 _PROPOSAL_NAMESPACE = uuid.UUID("6f1c2a52-8e0b-5c1e-9d3a-3b7e2f4a9c10")
+# Progress records count down from this, so the newest is the first one listed.
+_PROGRESS_IDS = 10**12 - 1
 
 
 class StaleAssessmentError(ConflictError):
@@ -81,11 +95,50 @@ class StaleAssessmentError(ConflictError):
 
 
 @dataclass(frozen=True)
+class AliasScanBudget:
+    """What one scan pass may spend, set by its caller (the maintenance function gives it
+    what is left of its own time limit). Comparing stops after the name that reaches a
+    limit; the proposals found are journaled and the next pass continues after that name.
+    An owner's scan that starts visits at least one name, so successive runs always
+    progress; a pass with no time left starts none."""
+
+    max_pairs: int = DEFAULT_MAX_PAIRS
+    max_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_pairs < 1:
+            raise ValueError("max_pairs must be at least 1")
+        if self.max_ms is not None and self.max_ms < 0:
+            raise ValueError("max_ms must not be negative")
+
+
+@dataclass(frozen=True)
 class AliasScanReport:
     owners_scanned: int
     proposals_created: int
     # Alias work still pending after the pass (every owner, or the one scanned).
     pending: int
+    # Name pairs compared by this pass.
+    pairs_compared: int
+    # Whether every owner with work was scanned to its last name; if not, the next pass
+    # continues where this one stopped.
+    complete: bool
+    # Names the scanned owners' unfinished scans still have to visit.
+    names_remaining: int
+    # Names whose partner search reached a per-name cap of `alias_names`.
+    names_capped: int
+
+
+@dataclass(frozen=True)
+class OwnerScan:
+    proposals_created: int
+    complete: bool
+    pairs_compared: int
+    names_remaining: int
+    names_capped: int
+    # Set when this run completed a scan that earlier runs began: alias work created
+    # before this time is covered by it (later work waits for the next scan).
+    scan_started_at: datetime | None
 
 
 def proposal_operation_id(a: MemoryNode, b: MemoryNode) -> str:
@@ -109,9 +162,14 @@ def proposal_operation_id(a: MemoryNode, b: MemoryNode) -> str:
 # -- scans ------------------------------------------------------------------------------
 
 
-def propose_aliases(deps: EngineDeps, owner: OwnerKey | None) -> AliasScanReport:
+def propose_aliases(
+    deps: EngineDeps, owner: OwnerKey | None, *, budget: AliasScanBudget | None = None
+) -> AliasScanReport:
     """Scan one owner (and close its pending alias work), or, with None, every owner
-    that has pending alias work (the maintenance pass)."""
+    that has pending alias work (the maintenance pass), within `budget`. Owners share it:
+    each gets an even part of what the owners before it left."""
+    budget = budget or AliasScanBudget()
+    started = time.monotonic()
     if owner is not None:
         owners = [owner]
     else:
@@ -119,81 +177,247 @@ def propose_aliases(deps: EngineDeps, owner: OwnerKey | None) -> AliasScanReport
         for item in deps.ledger.list_pending_work(None, ALIAS_WORK_BATCH, family="alias"):
             seen.setdefault(OwnerKey(tenant_id=item.tenant_id, owner_id=item.owner_id), None)
         owners = list(seen)
-    created = 0
-    for key in owners:
+    scans: list[OwnerScan] = []
+    for position, key in enumerate(owners):
+        owners_left = len(owners) - position
+        pairs_left = budget.max_pairs - sum(s.pairs_compared for s in scans)
+        if pairs_left <= 0:
+            break
+        deadline: float | None = None
+        if budget.max_ms is not None:
+            ms_left = budget.max_ms - (time.monotonic() - started) * 1000
+            if ms_left <= 0:
+                break
+            deadline = time.monotonic() + ms_left / owners_left / 1000
         # Listed before the scan: work committed during it stays pending for the next pass.
         work = deps.ledger.list_pending_work(key, _OWNER_WORK_LIMIT, family="alias")
-        made, complete = scan_owner(deps, key)
-        created += made
-        if complete:
+        scan = scan_owner(deps, key, max_pairs=max(1, pairs_left // owners_left), deadline=deadline)
+        scans.append(scan)
+        if scan.complete:
             now = deps.clock.now()
             for item in work:
-                deps.ledger.save_work(
-                    item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
-                )
+                if scan.scan_started_at is None or item.created_at < scan.scan_started_at:
+                    deps.ledger.save_work(
+                        item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
+                    )
     return AliasScanReport(
-        owners_scanned=len(owners),
-        proposals_created=created,
+        owners_scanned=len(scans),
+        proposals_created=sum(s.proposals_created for s in scans),
         pending=deps.ledger.count_pending_work(owner, family="alias"),
+        pairs_compared=sum(s.pairs_compared for s in scans),
+        complete=len(scans) == len(owners) and all(s.complete for s in scans),
+        names_remaining=sum(s.names_remaining for s in scans),
+        names_capped=sum(s.names_capped for s in scans),
     )
 
 
-def scan_owner(deps: EngineDeps, owner: OwnerKey) -> tuple[int, bool]:
-    """Journal new proposals for one owner: (how many, whether the scan was complete)."""
-    nodes = [
-        n
-        for n in deps.ledger.list_nodes(owner, node_type=NodeType.ENTITY)
-        if n.lifecycle_state not in INACTIVE_LIFECYCLE_STATES
-    ]
+def scan_owner(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    *,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    deadline: float | None = None,
+) -> OwnerScan:
+    """Journal new proposals for one owner, continuing the scan an earlier run left
+    unfinished. Names are visited scope by scope in digest order; each name is compared
+    with the partners `CandidateIndex` finds for it. The run stops after the name that
+    reaches `max_pairs`, the `deadline` (a `time.monotonic()` value) or the proposal cap,
+    and records that name's place."""
+    progress = _latest_progress(deps, owner)
+    resumed = progress.unfinished if progress is not None else None
+    listed_at = deps.clock.now()
     by_scope: defaultdict[Scope, list[MemoryNode]] = defaultdict(list)
-    for node in nodes:
-        by_scope[node.scope].append(node)
-    pairs: list[tuple[NameMatch, MemoryNode, MemoryNode]] = []
-    for scope in sorted(by_scope):
-        pairs += _scope_pairs(by_scope[scope])
+    for node in deps.ledger.list_nodes(owner, node_type=NodeType.ENTITY):
+        if node.lifecycle_state not in INACTIVE_LIFECYCLE_STATES:
+            by_scope[node.scope].append(node)
     known = _proposal_ids(deps, owner)
-    fresh = [
-        (m, a, b, pid) for m, a, b in pairs if (pid := proposal_operation_id(a, b)) not in known
-    ]
-    fresh.sort(key=lambda p: (-p[0].similarity, p[3]))
+    run = _Run(known=known, max_pairs=max_pairs, deadline=deadline)
+    last: tuple[Scope, str] | None = None
+    if resumed is not None:
+        last = (resumed.scope, resumed.after_digest)
+    stopped = False
+    remaining = 0
+    for scope in sorted(by_scope):
+        if resumed is not None and scope < resumed.scope:
+            continue
+        names = _ScopeNames.of(by_scope[scope])
+        start = 0
+        if resumed is not None and scope == resumed.scope:
+            start = bisect_right(names.digests, resumed.after_digest)
+        for position in range(start, len(names.digests)):
+            if stopped or run.spent():
+                stopped = True
+                remaining += len(names.digests) - position
+                break
+            run.visit(names, position)
+            last = (scope, names.digests[position])
+    created = _journal_fresh(deps, owner, run)
+    if stopped and last is not None:
+        begun = resumed.scan_started_at if resumed is not None else listed_at
+        _record_progress(deps, owner, progress, run, scan_started_at=begun, at=last, complete=False)
+        return OwnerScan(created, False, run.compared, remaining, run.capped, None)
+    if resumed is not None:
+        begun = resumed.scan_started_at
+        at = last or (resumed.scope, resumed.after_digest)
+        _record_progress(deps, owner, progress, run, scan_started_at=begun, at=at, complete=True)
+        return OwnerScan(created, True, run.compared, 0, run.capped, begun)
+    return OwnerScan(created, True, run.compared, 0, run.capped, None)
+
+
+@dataclass
+class _ScopeNames:
+    """One scope's distinct names (the most recently seen first, up to the cap), in the
+    order of their digests: the order a scan visits them in, whatever was added since."""
+
+    digests: list[str]
+    keys: list[NameKey]
+    # The nodes spelling each name, oldest first.
+    nodes: list[list[MemoryNode]]
+
+    @classmethod
+    def of(cls, nodes: list[MemoryNode]) -> _ScopeNames:
+        groups: dict[str, list[MemoryNode]] = {}
+        keys: dict[str, NameKey] = {}
+        for node in sorted(nodes, key=lambda n: (n.created_at, n.id)):
+            key = name_key(node.content)
+            if key.text:
+                groups.setdefault(key.text, []).append(node)
+                keys.setdefault(key.text, key)
+        recent = sorted(groups, key=lambda t: (groups[t][-1].created_at, t), reverse=True)
+        ordered = sorted((_digest(t), t) for t in recent[:MAX_SCAN_NAMES])
+        return cls(
+            digests=[d for d, _ in ordered],
+            keys=[keys[t] for _, t in ordered],
+            nodes=[groups[t] for _, t in ordered],
+        )
+
+    @cached_property
+    def index(self) -> CandidateIndex:
+        return CandidateIndex(self.keys, threshold=ALIAS_THRESHOLD)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Run:
+    """What one run compared and found, and whether it has spent its budget."""
+
+    def __init__(self, *, known: set[str], max_pairs: int, deadline: float | None) -> None:
+        self.known = known
+        self.max_pairs = max_pairs
+        self.deadline = deadline
+        self.fresh: dict[str, tuple[NameMatch, MemoryNode, MemoryNode]] = {}
+        self.compared = 0
+        self.capped = 0
+        self.visited = 0
+
+    def spent(self) -> bool:
+        if self.visited == 0:
+            return False  # every run visits a name, so a small budget still progresses
+        return (
+            self.compared >= self.max_pairs
+            or len(self.fresh) >= MAX_NEW_PROPOSALS_PER_SCAN
+            or (self.deadline is not None and time.monotonic() >= self.deadline)
+        )
+
+    def visit(self, names: _ScopeNames, position: int) -> None:
+        """Compare one name: its repeated spellings with its oldest node, then its
+        partners through their oldest nodes (one proposal per pair of names, not per pair
+        of mentions)."""
+        self.visited += 1
+        key, nodes = names.keys[position], names.nodes[position]
+        for other in nodes[1:]:
+            self._consider(compare_keys(key, name_key(other.content)), nodes[0], other)
+        partners = names.index.partners(position)
+        self.capped += partners.capped
+        for j in partners.indexes:
+            match = compare_keys(key, names.keys[j], threshold=ALIAS_THRESHOLD)
+            self._consider(match, nodes[0], names.nodes[j][0])
+
+    def _consider(self, match: NameMatch, a: MemoryNode, b: MemoryNode) -> None:
+        self.compared += 1
+        if match.similarity < ALIAS_THRESHOLD:
+            return
+        pid = proposal_operation_id(a, b)
+        if pid not in self.known and pid not in self.fresh:
+            self.fresh[pid] = (match, a, b)
+
+
+def _journal_fresh(deps: EngineDeps, owner: OwnerKey, run: _Run) -> int:
+    """Journal the run's new proposals, strongest first."""
     created = 0
-    for match, a, b, pid in fresh:
-        if created >= MAX_NEW_PROPOSALS_PER_SCAN:
-            return created, False
+    for pid, (match, a, b) in sorted(run.fresh.items(), key=lambda p: (-p[1][0].similarity, p[0])):
         try:
             deps.ledger.append_journal(_proposal_record(deps, owner, pid, match=match, pair=(a, b)))
         except ConflictError:
             continue  # a concurrent scan proposed it first
         created += 1
-    return created, True
+    return created
 
 
-def _scope_pairs(nodes: list[MemoryNode]) -> list[tuple[NameMatch, MemoryNode, MemoryNode]]:
-    """Pairs of one scope worth proposing.
+@dataclass(frozen=True)
+class _Progress:
+    sequence: int
+    # None when the record cannot be read: taken as a finished scan (the next starts over).
+    state: AliasScanProgress | None
 
-    Nodes spelling the same name are grouped, and each is paired with the group's oldest
-    node only; other names are compared through those oldest nodes. Repeated mentions so
-    give one proposal each instead of one per pair of mentions."""
-    groups: dict[str, list[MemoryNode]] = {}
-    keys: dict[str, NameKey] = {}
-    for node in sorted(nodes, key=lambda n: (n.created_at, n.id)):
-        key = name_key(node.content)
-        if key.text:
-            groups.setdefault(key.text, []).append(node)
-            keys.setdefault(key.text, key)
-    pairs: list[tuple[NameMatch, MemoryNode, MemoryNode]] = []
-    for text, members in groups.items():
-        first = members[0]
-        for other in members[1:]:
-            pairs.append((compare_keys(keys[text], name_key(other.content)), first, other))
-    # Most recently seen names first, so the cap drops the oldest.
-    texts = sorted(groups, key=lambda t: (groups[t][-1].created_at, t), reverse=True)
-    texts = texts[:MAX_SCAN_NAMES]
-    name_keys = [keys[t] for t in texts]
-    for i, j in candidate_pairs(name_keys, threshold=ALIAS_THRESHOLD):
-        match = compare_keys(name_keys[i], name_keys[j], threshold=ALIAS_THRESHOLD)
-        pairs.append((match, groups[texts[i]][0], groups[texts[j]][0]))
-    return [p for p in pairs if p[0].similarity >= ALIAS_THRESHOLD]
+    @property
+    def unfinished(self) -> AliasScanProgress | None:
+        return self.state if self.state is not None and not self.state.complete else None
+
+
+def _latest_progress(deps: EngineDeps, owner: OwnerKey) -> _Progress | None:
+    """The newest progress record (its sequence comes from its id, so an unreadable payload
+    still numbers the next record)."""
+    records = deps.ledger.list_journal(owner, ALIAS_SCAN_PROGRESS_PREFIX, limit=1)
+    if not records:
+        return None
+    record = records[0]
+    try:
+        sequence = _PROGRESS_IDS - int(record.id.removeprefix(ALIAS_SCAN_PROGRESS_PREFIX))
+    except ValueError:
+        return None
+    if record.operation != ALIAS_SCAN_PROGRESS_OPERATION or not record.verify():
+        return _Progress(sequence, None)
+    try:
+        return _Progress(sequence, AliasScanProgress.model_validate(record.payload))
+    except ValidationError:
+        return _Progress(sequence, None)
+
+
+def _record_progress(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    previous: _Progress | None,
+    run: _Run,
+    *,
+    scan_started_at: datetime,
+    at: tuple[Scope, str],
+    complete: bool,
+) -> None:
+    sequence = previous.sequence + 1 if previous is not None else 0
+    resumed = previous.unfinished if previous is not None else None
+    progress = AliasScanProgress(
+        sequence=sequence,
+        scan_started_at=scan_started_at,
+        runs=(resumed.runs if resumed is not None else 0) + 1,
+        pairs_compared=(resumed.pairs_compared if resumed is not None else 0) + run.compared,
+        complete=complete,
+        scope=at[0],
+        after_digest=at[1],
+    )
+    record = JournalRecord.build(
+        record_id=f"{ALIAS_SCAN_PROGRESS_PREFIX}{_PROGRESS_IDS - sequence:012d}",
+        owner=owner,
+        operation=ALIAS_SCAN_PROGRESS_OPERATION,
+        subject_id=str(sequence),
+        created_at=deps.clock.now(),
+        payload=progress.model_dump(mode="json"),
+    )
+    # A concurrent run may have recorded its own progress under this sequence.
+    with contextlib.suppress(ConflictError):
+        deps.ledger.append_journal(record)
 
 
 def _proposal_ids(deps: EngineDeps, owner: OwnerKey) -> set[str]:
@@ -484,7 +708,9 @@ def list_node_edges(deps: EngineDeps, owner: OwnerKey, node_id: str) -> list[Mem
 
 
 __all__ = [
+    "AliasScanBudget",
     "AliasScanReport",
+    "OwnerScan",
     "StaleAssessmentError",
     "list_alias_proposals",
     "list_node_edges",

@@ -205,10 +205,12 @@ class MemoryEngine:
 
     # -- alias proposals and reviews (engine/aliases.py) --
 
-    def propose_aliases(self, owner: OwnerKey | None = None) -> aliases.AliasScanReport:
+    def propose_aliases(
+        self, owner: OwnerKey | None = None, *, budget: aliases.AliasScanBudget | None = None
+    ) -> aliases.AliasScanReport:
         """Scan one owner's entity names for alias proposals, or (None) every owner with
-        pending alias work."""
-        return aliases.propose_aliases(self.deps, owner)
+        pending alias work, within `budget`; an unfinished scan continues on the next call."""
+        return aliases.propose_aliases(self.deps, owner, budget=budget)
 
     def list_alias_proposals(
         self,

@@ -18,6 +18,8 @@ ALIAS_PROPOSAL_OPERATION = "alias_proposal"
 ALIAS_REVIEW_OPERATION = "alias_review"
 ALIAS_PROPOSAL_PREFIX = f"{ALIAS_PROPOSAL_OPERATION}:"
 ALIAS_REVIEW_PREFIX = f"{ALIAS_REVIEW_OPERATION}:"
+ALIAS_SCAN_PROGRESS_OPERATION = "alias_scan_progress"
+ALIAS_SCAN_PROGRESS_PREFIX = f"{ALIAS_SCAN_PROGRESS_OPERATION}:"
 ALIAS_EDGE_TYPE = "alias_of"
 MAX_REVIEWER_ID_CHARS = 200
 MAX_REVIEW_REASON_CHARS = 2000
@@ -118,3 +120,24 @@ class AliasProposalItem(BaseModel):
     @property
     def proposal_operation_id(self) -> str:
         return self.proposal.proposal_operation_id
+
+
+class AliasScanProgress(BaseModel):
+    """The decoded payload of an `alias_scan_progress` journal record: where a scan that
+    spanned several runs stopped, so the next run continues there.
+
+    Names are visited in the order of their digests, so the record holds a digest, never a
+    name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sequence: int
+    # When the first run of this scan listed the nodes: alias work older than this is
+    # covered once the scan completes.
+    scan_started_at: AwareDatetime
+    runs: int
+    pairs_compared: int
+    complete: bool
+    # The last name visited: its scope and the sha256 of its normalized text.
+    scope: Scope
+    after_digest: str
