@@ -208,3 +208,23 @@ def test_metadata_is_kept_exactly(hostile: Hostile) -> None:
 
     assert event.status_code == 200
     assert event.json()["metadata"] == metadata
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "Application/JSON; charset=utf-8",
+        "application/merge-patch+json",
+        " application/json ; x=1",
+    ],
+)
+def test_every_json_content_type_passes_the_policy(hostile: Hostile, content_type: str) -> None:
+    """Whatever spelling FastAPI parses as JSON is checked first."""
+    raw = b'{"content": "hi", "metadata": {"score": NaN}}'
+    response = hostile.client.post(
+        "/v1/store", content=raw, headers={"content-type": content_type, **hostile.alice}
+    )
+
+    assert_safe_error(response, 422)
+    assert hostile.written() == 0

@@ -9,6 +9,7 @@ route sees it. Every surface behind it (REST routes and /mcp) is covered at once
 
 from __future__ import annotations
 
+import email.message
 import json
 from typing import Any
 
@@ -27,10 +28,17 @@ def _reject_constant(_name: str) -> Any:
 
 
 def _is_json(scope: Scope) -> bool:
+    """Whether the app behind will parse this body as JSON: the same reading of the
+    Content-Type as FastAPI's (an email-style parse, `application/json` or `+json`), so no
+    spelling of the header reaches the JSON parser without passing the policy first."""
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
-            media: bytes = value.split(b";", 1)[0].strip().lower()
-            return media == b"application/json" or media.endswith(b"+json")
+            message = email.message.Message()
+            message["content-type"] = value.decode("latin-1")
+            subtype = message.get_content_subtype()
+            return message.get_content_maintype() == "application" and (
+                subtype == "json" or subtype.endswith("+json")
+            )
     return False
 
 
