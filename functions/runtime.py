@@ -10,6 +10,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.limits import LAMBDA_MARGIN_MS
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
 from prme.engine.deadlines import Deadline, deadline_scope
@@ -28,10 +29,6 @@ class ContentFreeFormatter(LambdaPowertoolsFormatter):
 logger = Logger(logger_formatter=ContentFreeFormatter(serialize_stacktrace=False))
 tracer = Tracer()
 metrics = Metrics()
-
-# Kept back from the invocation's remaining time: enough to turn a late failure into an
-# answer (a 503, a pending status, a batch's failure report) before Lambda stops the function.
-LAMBDA_MARGIN_MS = 1_500
 
 
 @contextmanager

@@ -279,7 +279,9 @@ def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
     """The deadline, not Lambda or API Gateway, must end a slow request: the api function's
     timeout covers the request budget plus the margin kept to answer, and stays within API
     Gateway's 30 s integration timeout (a later answer would be lost)."""
-    from functions.runtime import LAMBDA_MARGIN_MS
+    # functions.limits, not functions.runtime: importing runtime builds Powertools' metrics
+    # with this process's environment, and later Lambda tests would inherit them.
+    from functions.limits import LAMBDA_MARGIN_MS
 
     (api,) = (
         f["Properties"]

@@ -19,6 +19,7 @@ from typing import Any
 import boto3
 import pytest
 
+from functions.limits import LAMBDA_MARGIN_MS
 from localstack.hung_port import HungPort
 from prme.backends.aws.deadline_clients import DeadlineBoundClient
 from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
@@ -193,7 +194,7 @@ def _rebuild_handler_with(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
 
 def _invoke(path: str, key: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
     """POST `body` to `path` through the api handler, as API Gateway delivers it."""
-    from functions import api, runtime
+    from functions import api
 
     event = load_event("apigw_v2_store.json")
     event["rawPath"] = event["requestContext"]["http"]["path"] = path
@@ -202,7 +203,7 @@ def _invoke(path: str, key: str, body: dict[str, Any]) -> tuple[int, dict[str, A
     started = time.monotonic()
     response = api.handler(event, ShortLambdaContext())
     elapsed = time.monotonic() - started
-    assert runtime.LAMBDA_MARGIN_MS == 1_500  # the context above assumes this margin
+    assert LAMBDA_MARGIN_MS == 1_500  # the context above assumes this margin
     return response["statusCode"], json.loads(response["body"]), elapsed
 
 
