@@ -780,7 +780,10 @@ class DynamoDbLedger:
 
     def find_credential(self, key_hash: str) -> Credential | None:
         item = self._get(self._hash_key(key_hash))
-        return None if item is None else Credential.model_validate_json(_body(item))
+        if item is None:
+            return None
+        # The item by hash does not name its key id, and the hash itself is not for logs.
+        return load_record(Credential, "credential", "(by hash)", _body(item))
 
     def list_credentials(self, tenant_id: str | None) -> list[Credential]:
         if tenant_id is None:
@@ -798,7 +801,8 @@ class DynamoDbLedger:
             ]
         else:
             items = self._query_prefix(f"TENANT#{_part(tenant_id)}#KEYS", "KEY#")
-        credentials = [Credential.model_validate_json(_body(item)) for item in items]
+        # One damaged key item must not stop `prme keys`, startup or every other key.
+        credentials = load_readable(Credential, "credential", map(_stored, items))
         return sorted(credentials, key=lambda c: (c.created_at, c.key_id))
 
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
@@ -812,7 +816,7 @@ class DynamoDbLedger:
             if item is None:
                 # The three items are written in one transaction; one missing is corruption.
                 raise StorageUnavailableError("credential records are inconsistent")
-            current = Credential.model_validate_json(_body(item))
+            current = load_record(Credential, "credential", key_id, _body(item))
             if current.revoked_at is not None:
                 return current
             revoked = current.model_copy(update={"revoked_at": at})

@@ -518,25 +518,26 @@ class SqliteLedger:
             )
 
     def find_credential(self, key_hash: str) -> Credential | None:
-        rows = self._query("SELECT body FROM credentials WHERE key_hash=?", (key_hash,))
-        return Credential.model_validate_json(rows[0][0]) if rows else None
+        rows = self._query("SELECT key_id, body FROM credentials WHERE key_hash=?", (key_hash,))
+        return load_record(Credential, "credential", *rows[0]) if rows else None
 
     def list_credentials(self, tenant_id: str | None) -> list[Credential]:
         if tenant_id is None:
-            rows = self._query("SELECT body FROM credentials ORDER BY created_at, key_id")
+            rows = self._query("SELECT key_id, body FROM credentials ORDER BY created_at, key_id")
         else:
             rows = self._query(
-                "SELECT body FROM credentials WHERE tenant=? ORDER BY created_at, key_id",
+                "SELECT key_id, body FROM credentials WHERE tenant=? ORDER BY created_at, key_id",
                 (tenant_id,),
             )
-        return [Credential.model_validate_json(body) for (body,) in rows]
+        # One damaged key row must not stop `prme keys`, startup or every other key.
+        return load_readable(Credential, "credential", rows)
 
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
         with self._transaction() as tx:
             row = tx.execute("SELECT body FROM credentials WHERE key_id=?", (key_id,)).fetchone()
             if row is None:
                 return None
-            credential = Credential.model_validate_json(row[0])
+            credential = load_record(Credential, "credential", key_id, row[0])
             if credential.revoked_at is None:
                 credential = credential.model_copy(update={"revoked_at": at})
                 tx.execute(
