@@ -239,3 +239,53 @@ def test_the_api_names_an_unreadable_record_and_serves_the_rest(
     assert bob_store.status_code == 200
     bobs = client.post("/v1/retrieve", json={"query": "pelican"}, headers=api.bob)
     assert [r["node_id"] for r in bobs.json()["results"]] == [bob_store.json()["node_id"]]
+
+
+def _entity(h: Harness, owner: OwnerKey, name: str) -> None:
+    h.engine.store(owner, StoreInput.model_validate({"content": name, "node_type": "entity"}))
+
+
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_an_unreadable_journal_record_fails_only_itself(
+    backend: Poisonable, breakage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = backend.h
+    _entity(h, ALICE, "IBM")
+    _entity(h, ALICE, "International Business Machines")
+    h.engine.propose_aliases(ALICE)
+    [proposal] = h.engine.list_alias_proposals(ALICE)
+    receipt_id = h.engine.retrieve(ALICE, RetrieveInput(query=f"IBM {MARKER}")).metrics.request_id
+    backend.poison("journal", ALICE, proposal.proposal_journal.id, breakage)
+    backend.poison("journal", ALICE, receipt_id, breakage)
+    # Work for another owner, and more for the damaged one, that the maintenance scan must reach.
+    _entity(h, BOB, "IBM")
+    _entity(h, BOB, "International Business Machines")
+    _entity(h, ALICE, "Lisbon")
+    caplog.set_level(logging.INFO)
+
+    # The scan over every owner goes on; listings leave the damaged record out.
+    report = h.engine.propose_aliases()
+    assert (report.owners_scanned, report.pending) == (2, 0)
+    assert len(h.engine.list_alias_proposals(BOB)) == 1
+    assert h.engine.list_alias_proposals(ALICE) == []
+    # A read of the damaged record itself answers the fixed, content-free error.
+    with pytest.raises(CorruptRecordError) as error:
+        h.engine.get_receipt(ALICE, receipt_id)
+    assert_quarantined(error, receipt_id)
+    assert MARKER not in caplog.text
+
+
+# An idempotency record has no `id` field, so only the breakages of its JSON apply.
+@pytest.mark.parametrize("breakage", ["deep_metadata", "invalid_json"])
+def test_an_unreadable_idempotency_record_answers_the_fixed_error(
+    backend: Poisonable, breakage: str
+) -> None:
+    h = backend.h
+    key = "5b8c1d2e-0f4a-4e6b-9c7d-8e9f0a1b2c3d"
+    h.engine.store(ALICE, StoreInput(content=f"kept once {MARKER}"), idempotency_key=key)
+    backend.poison("idempotency", ALICE, key, breakage)
+
+    # A retry with that key can neither replay nor write again: the fixed error, no content.
+    with pytest.raises(CorruptRecordError) as error:
+        h.engine.store(ALICE, StoreInput(content=f"kept once {MARKER}"), idempotency_key=key)
+    assert_quarantined(error, key)

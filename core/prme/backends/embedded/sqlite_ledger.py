@@ -18,6 +18,7 @@ from prme.backends.commit_rule import applied_once
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.backends.stored_records import (
     QUARANTINED_WORK_STATUS,
+    load_journal_page,
     load_readable,
     load_record,
     log_quarantined,
@@ -372,7 +373,7 @@ class SqliteLedger:
             "SELECT body FROM idempotency_keys WHERE tenant=? AND owner=? AND key=?",
             (owner.tenant_id, owner.owner_id, key),
         )
-        return IdempotencyRecord.model_validate_json(rows[0][0]) if rows else None
+        return load_record(IdempotencyRecord, "idempotency", key, rows[0][0]) if rows else None
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         found = self._bodies("nodes", owner, [node_id])
@@ -464,14 +465,14 @@ class SqliteLedger:
             "SELECT body FROM journal WHERE tenant=? AND owner=? AND id=?",
             (owner.tenant_id, owner.owner_id, record_id),
         )
-        return JournalRecord.model_validate_json(rows[0][0]) if rows else None
+        return load_record(JournalRecord, "journal", record_id, rows[0][0]) if rows else None
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
     ) -> list[JournalRecord]:
         # A range over the primary key: ids from the prefix on, then the prefix check.
         rows = self._query(
-            "SELECT body FROM journal WHERE tenant=? AND owner=? AND id >= ? AND id > ? "
+            "SELECT id, body FROM journal WHERE tenant=? AND owner=? AND id >= ? AND id > ? "
             "AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
             (
                 owner.tenant_id,
@@ -483,7 +484,7 @@ class SqliteLedger:
                 limit,
             ),
         )
-        return [JournalRecord.model_validate_json(body) for (body,) in rows]
+        return load_journal_page(owner, rows)
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         rows = self._query(
