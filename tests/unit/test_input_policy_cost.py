@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 
 from prme.http import body_policy
 from prme.http.body_policy import BodyPolicyMiddleware
+from prme.model import inputs
 from prme.model.input_policy import MAX_SAFE_INTEGER, InputPolicyError, check_json_value
+from prme.model.inputs import StoreInput
 
 
 @pytest.mark.parametrize(
@@ -75,3 +78,30 @@ def test_the_body_is_checked_off_the_event_loop(monkeypatch: pytest.MonkeyPatch)
 
 
 _JSON = {"content-type": "application/json"}
+
+
+def test_oversized_metadata_is_refused_by_its_size_before_any_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    walked: list[object] = []
+    monkeypatch.setattr(inputs, "check_json_value", lambda value, **_: walked.append(value))
+
+    with pytest.raises(ValidationError, match="at most 16384 bytes"):
+        StoreInput(content="x", metadata={"a": [0] * 100_000})
+    assert walked == []
+    # Within the size, every value is still walked.
+    StoreInput(content="x", metadata={"a": [0] * 10})
+    assert walked == [{"a": [0] * 10}]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"a": math.nan}, "metadata.a numbers must be finite"),
+        ({"a": "\ud800"}, "metadata.a must be valid Unicode"),
+        ({"a": {1, 2}}, "metadata.a set is not a JSON value"),
+    ],
+)
+def test_small_metadata_faults_keep_their_messages(metadata: Any, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        StoreInput(content="x", metadata=metadata)
