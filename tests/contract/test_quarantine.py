@@ -7,6 +7,7 @@ written before a parser limit (or damaged on disk) would look.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from prme.backends.embedded.service import LEDGER_FILE
+from prme.backends.embedded.service import INDEX_FILE, LEDGER_FILE
 from prme.engine.config import EngineConfig
 from prme.engine.service import MemoryEngine
 from prme.engine.work_refs import WorkRef
@@ -289,3 +290,34 @@ def test_an_unreadable_idempotency_record_answers_the_fixed_error(
     with pytest.raises(CorruptRecordError) as error:
         h.engine.store(ALICE, StoreInput(content=f"kept once {MARKER}"), idempotency_key=key)
     assert_quarantined(error, key)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "vector=x'0102'",  # not a whole float
+        "vector=zeroblob(12)",  # another width, as an older embedding model's
+        "vector=42",  # not a blob at all
+        "event_time='not a time'",
+    ],
+)
+def test_an_unreadable_index_document_fails_only_itself(tmp_path: Path, damage: str) -> None:
+    h = embedded_harness(tmp_path / "data")
+    try:
+        ids = [store(h, f"pelican {word}").node_id for word in ("one", "two", "three")]
+        conn = sqlite3.connect(tmp_path / "data" / INDEX_FILE)
+        try:
+            with conn:
+                # One of four fixed column updates, written in this test.
+                conn.execute(f"UPDATE docs SET {damage} WHERE node_id=?", (ids[0],))  # noqa: S608
+        finally:
+            conn.close()
+
+        # Retrieval answers with the owner's other records instead of failing every search.
+        found = {
+            r.node_id for r in h.engine.retrieve(ALICE, RetrieveInput(query="pelican")).results
+        }
+        assert set(ids[1:]) <= found
+    finally:
+        h.index.close()  # type: ignore[attr-defined]
+        h.ledger.close()  # type: ignore[attr-defined]
