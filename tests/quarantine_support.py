@@ -21,7 +21,8 @@ BREAKAGES: dict[str, Callable[[str], str]] = {
     ),
 }
 
-# (kind "event", "node" or "work", owner, record id, breakage name)
+# (kind "event", "node", "work", "journal" or "idempotency", owner, record id (the key of an
+# idempotency record), breakage name)
 Poison = Callable[[str, OwnerKey, str, str], None]
 
 
@@ -36,12 +37,14 @@ def sqlite_poison(ledger_file: Path) -> Poison:
     """Rewrites a stored body in the embedded ledger file through a connection of its own."""
 
     def poison(kind: str, owner: OwnerKey, record_id: str, breakage: str) -> None:
-        table = {"event": "events", "node": "nodes", "work": "work"}[kind]
-        where = "WHERE tenant=? AND owner=? AND id=?"
+        table = {"event": "events", "node": "nodes", "work": "work", "journal": "journal"}.get(
+            kind, "idempotency_keys"
+        )
+        where = f"WHERE tenant=? AND owner=? AND {'key' if kind == 'idempotency' else 'id'}=?"
         key = (owner.tenant_id, owner.owner_id, record_id)
         conn = sqlite3.connect(ledger_file)
         try:
-            # Only one of two table names is interpolated.
+            # Only one of five fixed table names (and one of two columns) is interpolated.
             (body,) = conn.execute(f"SELECT body FROM {table} {where}", key).fetchone()  # noqa: S608
             with conn:
                 conn.execute(
@@ -72,7 +75,9 @@ def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
             )["Items"]
             (item,) = [i for i in found if i[resources.SORT_KEY]["S"].endswith(f"#{record_id}")]
         else:
-            sk = {"S": f"{kind.upper()}#{record_id}"}
+            # Journal ids and idempotency keys (UUIDs) carry no '#': no escaping is needed.
+            prefix = "IDEMP" if kind == "idempotency" else kind.upper()
+            sk = {"S": f"{prefix}#{record_id}"}
             item = dynamodb.get_item(
                 TableName=table,
                 Key={resources.PARTITION_KEY: {"S": pk}, resources.SORT_KEY: sk},

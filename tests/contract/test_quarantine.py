@@ -7,6 +7,7 @@ written before a parser limit (or damaged on disk) would look.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from prme.backends.embedded.service import LEDGER_FILE
+from prme.backends.embedded.service import INDEX_FILE, LEDGER_FILE
 from prme.engine.config import EngineConfig
 from prme.engine.service import MemoryEngine
 from prme.engine.work_refs import WorkRef
@@ -239,3 +240,84 @@ def test_the_api_names_an_unreadable_record_and_serves_the_rest(
     assert bob_store.status_code == 200
     bobs = client.post("/v1/retrieve", json={"query": "pelican"}, headers=api.bob)
     assert [r["node_id"] for r in bobs.json()["results"]] == [bob_store.json()["node_id"]]
+
+
+def _entity(h: Harness, owner: OwnerKey, name: str) -> None:
+    h.engine.store(owner, StoreInput.model_validate({"content": name, "node_type": "entity"}))
+
+
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_an_unreadable_journal_record_fails_only_itself(
+    backend: Poisonable, breakage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = backend.h
+    _entity(h, ALICE, "IBM")
+    _entity(h, ALICE, "International Business Machines")
+    h.engine.propose_aliases(ALICE)
+    [proposal] = h.engine.list_alias_proposals(ALICE)
+    receipt_id = h.engine.retrieve(ALICE, RetrieveInput(query=f"IBM {MARKER}")).metrics.request_id
+    backend.poison("journal", ALICE, proposal.proposal_journal.id, breakage)
+    backend.poison("journal", ALICE, receipt_id, breakage)
+    # Work for another owner, and more for the damaged one, that the maintenance scan must reach.
+    _entity(h, BOB, "IBM")
+    _entity(h, BOB, "International Business Machines")
+    _entity(h, ALICE, "Lisbon")
+    caplog.set_level(logging.INFO)
+
+    # The scan over every owner goes on; listings leave the damaged record out.
+    report = h.engine.propose_aliases()
+    assert (report.owners_scanned, report.pending) == (2, 0)
+    assert len(h.engine.list_alias_proposals(BOB)) == 1
+    assert h.engine.list_alias_proposals(ALICE) == []
+    # A read of the damaged record itself answers the fixed, content-free error.
+    with pytest.raises(CorruptRecordError) as error:
+        h.engine.get_receipt(ALICE, receipt_id)
+    assert_quarantined(error, receipt_id)
+    assert MARKER not in caplog.text
+
+
+# An idempotency record has no `id` field, so only the breakages of its JSON apply.
+@pytest.mark.parametrize("breakage", ["deep_metadata", "invalid_json"])
+def test_an_unreadable_idempotency_record_answers_the_fixed_error(
+    backend: Poisonable, breakage: str
+) -> None:
+    h = backend.h
+    key = "5b8c1d2e-0f4a-4e6b-9c7d-8e9f0a1b2c3d"
+    h.engine.store(ALICE, StoreInput(content=f"kept once {MARKER}"), idempotency_key=key)
+    backend.poison("idempotency", ALICE, key, breakage)
+
+    # A retry with that key can neither replay nor write again: the fixed error, no content.
+    with pytest.raises(CorruptRecordError) as error:
+        h.engine.store(ALICE, StoreInput(content=f"kept once {MARKER}"), idempotency_key=key)
+    assert_quarantined(error, key)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "vector=x'0102'",  # not a whole float
+        "vector=zeroblob(12)",  # another width, as an older embedding model's
+        "vector=42",  # not a blob at all
+        "event_time='not a time'",
+    ],
+)
+def test_an_unreadable_index_document_fails_only_itself(tmp_path: Path, damage: str) -> None:
+    h = embedded_harness(tmp_path / "data")
+    try:
+        ids = [store(h, f"pelican {word}").node_id for word in ("one", "two", "three")]
+        conn = sqlite3.connect(tmp_path / "data" / INDEX_FILE)
+        try:
+            with conn:
+                # One of four fixed column updates, written in this test.
+                conn.execute(f"UPDATE docs SET {damage} WHERE node_id=?", (ids[0],))  # noqa: S608
+        finally:
+            conn.close()
+
+        # Retrieval answers with the owner's other records instead of failing every search.
+        found = {
+            r.node_id for r in h.engine.retrieve(ALICE, RetrieveInput(query="pelican")).results
+        }
+        assert set(ids[1:]) <= found
+    finally:
+        h.index.close()  # type: ignore[attr-defined]
+        h.ledger.close()  # type: ignore[attr-defined]

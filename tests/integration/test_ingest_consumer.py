@@ -99,6 +99,28 @@ def test_invalid_messages_go_to_the_dlq_with_a_sanitized_reason(deployed: Deploy
     assert all("secret words" not in reason for reason in reasons)
 
 
+def test_messages_past_the_json_limits_go_to_the_dlq_at_once(deployed: Deployed) -> None:
+    from functions import ingest_consumer
+
+    ingest_consumer._dead_letter_url.cache_clear()  # this test's deployment, not an earlier one
+    message = json.loads(import_message(1))
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    huge_integer = json.dumps(message)[:-1] + ', "n": ' + "9" * 5_000 + "}"
+    nul_tenant = json.dumps({**message, "tenant_id": "acme\u0000"})
+    event = ingest_event(deep, huge_integer, nul_tenant)
+
+    # Before: the first two raised and were retried on every delivery; the third was written.
+    assert ingest_consumer.handler(event, FakeLambdaContext()) == {"batchItemFailures": []}
+    reasons = sorted(
+        m["MessageAttributes"]["prme_reason"]["StringValue"] for m in dead_letters(deployed)
+    )
+    assert reasons == [
+        "invalid_message:json_limits",
+        "invalid_message:json_limits",
+        "invalid_message:tenant_id:value_error",
+    ]
+
+
 def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deployed) -> None:
     from functions import ingest_consumer, runtime
 

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from prme.errors import CorruptRecordError
+from prme.model.records import JournalRecord, OwnerKey
 
 logger = logging.getLogger("prme.ledger")
 
 # The stored status of a work item whose body cannot be loaded: out of every pending list.
 QUARANTINED_WORK_STATUS = "quarantined"
+# The operation of the stand-in for a journal record that cannot be loaded.
+QUARANTINED_JOURNAL_OPERATION = "quarantined"
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
@@ -57,3 +61,28 @@ def split_readable(
 
 def log_quarantined(error: CorruptRecordError) -> None:
     logger.warning("unreadable %s record %s skipped (quarantined)", error.kind, error.record_id)
+
+
+def load_journal_page(owner: OwnerKey, stored: Iterable[tuple[str, ...]]) -> list[JournalRecord]:
+    """The journal records among `(record_id, body)` pairs, in order. One that cannot be
+    loaded keeps its place as a stand-in that never verifies, so every reader already skips
+    it and paging (which counts records) neither stops early nor repeats."""
+    records: list[JournalRecord] = []
+    for record_id, body, *_ in stored:
+        try:
+            records.append(load_record(JournalRecord, "journal", record_id, body))
+        except CorruptRecordError as exc:
+            log_quarantined(exc)
+            records.append(
+                JournalRecord(
+                    id=record_id,
+                    tenant_id=owner.tenant_id,
+                    owner_id=owner.owner_id,
+                    operation=QUARANTINED_JOURNAL_OPERATION,
+                    subject_id="",
+                    created_at=datetime(1970, 1, 1, tzinfo=UTC),
+                    payload={},
+                    checksum="",
+                )
+            )
+    return records

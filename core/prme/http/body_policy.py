@@ -13,6 +13,7 @@ import email.message
 import json
 from typing import Any
 
+import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from prme.model.input_policy import (
@@ -109,7 +110,9 @@ class BodyPolicyMiddleware:
                 break
         body = b"".join(chunks)
         if body and _is_json(scope):
-            problem = policy_problem(body)
+            # Checking a few MiB of small values takes CPU seconds, and it happens before
+            # authentication: off the event loop, so one caller cannot stall every other.
+            problem = await anyio.to_thread.run_sync(policy_problem, body)
             if problem is not None:
                 message_text, path = problem
                 await _send_json(

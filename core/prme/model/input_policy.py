@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 # A request body nests a few levels above its metadata (batch -> item -> metadata).
@@ -72,34 +73,52 @@ def check_json_value(value: Any, *, max_depth: int) -> None:
     finite numbers, safe integers and valid text in every key and string.
 
     Iterative, so a hostile depth costs a bounded loop rather than the interpreter's stack.
+    Linear with few allocations per value: a 5 MiB body holds millions of values and is
+    checked before authentication, so a location is built only for a container or a fault.
     """
-    stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
+    if not isinstance(value, dict | list | tuple):
+        problem = _scalar_problem(value)
+        if problem is not None:
+            raise InputPolicyError(problem)
+        return
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
-        item, path, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            if depth >= max_depth:
-                raise InputPolicyError(f"nests deeper than {max_depth} levels", path)
-            stack.extend(
-                (child, child_path, depth + 1) for child_path, child in _children(item, path)
-            )
-        else:
-            problem = _scalar_problem(item)
+        container, path = stack.pop()
+        if len(path) >= max_depth:
+            raise InputPolicyError(f"nests deeper than {max_depth} levels", path)
+        for step, child in _steps(container, path):
+            if isinstance(child, dict | list | tuple):
+                if child:
+                    stack.append((child, (*path, _location(step))))
+                elif len(path) + 1 >= max_depth:
+                    raise InputPolicyError(
+                        f"nests deeper than {max_depth} levels", (*path, _location(step))
+                    )
+                continue
+            if type(child) is int and -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                continue  # the most common value of a hostile body, checked without a call
+            problem = _scalar_problem(child)
             if problem is not None:
-                raise InputPolicyError(problem, path)
+                raise InputPolicyError(problem, (*path, _location(step)))
 
 
-def _children(
+def _steps(
     container: dict[Any, Any] | list[Any] | tuple[Any, ...], path: tuple[str | int, ...]
-) -> list[tuple[tuple[str | int, ...], Any]]:
+) -> Iterable[tuple[Any, Any]]:
+    """A container's (key or index, child) pairs, once its keys are known to be valid text."""
     if not isinstance(container, dict):
-        return [((*path, i), child) for i, child in enumerate(container)]
+        return enumerate(container)
     for key in container:
         if not isinstance(key, str):
             raise InputPolicyError("object keys must be strings", path)
         problem = text_problem(key)
         if problem is not None:
             raise InputPolicyError(f"object key {problem}", path)
-    return [((*path, excerpt(key)), child) for key, child in container.items()]
+    return container.items()
+
+
+def _location(step: str | int) -> str | int:
+    return excerpt(step) if isinstance(step, str) else step
 
 
 def _scalar_problem(item: Any) -> str | None:

@@ -75,6 +75,14 @@ def _check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
         )
     from prme.model.canonical import canonical_json
 
+    # The size first: encoding is fast C, and it bounds the walk below, which (during a
+    # request's validation, on the event loop) would take seconds over megabytes of values.
+    try:
+        size: int | None = len(canonical_json(value).encode("utf-8", "surrogatepass"))
+    except (RecursionError, TypeError, ValueError):
+        size = None  # not plain JSON: the walk below says where
+    if size is not None and size > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")
     # Stored metadata is read back exactly or refused now: nothing the read path (or a JSON
     # parser's recursion limit) cannot load again, and no NaN quietly turned into null.
     try:
@@ -82,9 +90,6 @@ def _check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
     except InputPolicyError as exc:
         where = ".".join(str(part) for part in exc.path)
         raise ValueError(f"metadata{'.' + where if where else ''} {exc.message}") from None
-    encoded = canonical_json(value)
-    if len(encoded.encode()) > MAX_METADATA_BYTES:
-        raise ValueError(f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")
     return value
 
 

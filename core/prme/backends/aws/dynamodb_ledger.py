@@ -22,6 +22,7 @@ from prme.backends.commit_rule import applied_once
 from prme.backends.stored_records import (
     QUARANTINED_WORK_STATUS,
     RecordT,
+    load_journal_page,
     load_readable,
     load_record,
     split_readable,
@@ -435,7 +436,11 @@ class DynamoDbLedger:
         # Both layouts in one round trip; `_part` escapes '#', so the two never coincide.
         found = {item[SK]["S"]: item for item in self._batch_get([current, legacy])}
         item = found.get(current[SK]["S"]) or found.get(legacy[SK]["S"])
-        return None if item is None else IdempotencyRecord.model_validate_json(_body(item))
+        return (
+            None
+            if item is None
+            else load_record(IdempotencyRecord, "idempotency", key, _body(item))
+        )
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         item = self._get(_key(_pk_of(owner), f"NODE#{_part(node_id)}"))
@@ -698,7 +703,7 @@ class DynamoDbLedger:
 
     def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
         item = self._get(_key(_pk_of(owner), f"JOURNAL#{_part(record_id)}"))
-        return None if item is None else JournalRecord.model_validate_json(_body(item))
+        return None if item is None else load_record(JournalRecord, "journal", *_stored(item))
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
@@ -719,7 +724,7 @@ class DynamoDbLedger:
             },
             ConsistentRead=True,
         )
-        records = [JournalRecord.model_validate_json(_body(item)) for item in items]
+        records = load_journal_page(owner, map(_stored, items))
         return [
             r
             for r in records
@@ -780,7 +785,10 @@ class DynamoDbLedger:
 
     def find_credential(self, key_hash: str) -> Credential | None:
         item = self._get(self._hash_key(key_hash))
-        return None if item is None else Credential.model_validate_json(_body(item))
+        if item is None:
+            return None
+        # The item by hash does not name its key id, and the hash itself is not for logs.
+        return load_record(Credential, "credential", "(by hash)", _body(item))
 
     def list_credentials(self, tenant_id: str | None) -> list[Credential]:
         if tenant_id is None:
@@ -798,7 +806,8 @@ class DynamoDbLedger:
             ]
         else:
             items = self._query_prefix(f"TENANT#{_part(tenant_id)}#KEYS", "KEY#")
-        credentials = [Credential.model_validate_json(_body(item)) for item in items]
+        # One damaged key item must not stop `prme keys`, startup or every other key.
+        credentials = load_readable(Credential, "credential", map(_stored, items))
         return sorted(credentials, key=lambda c: (c.created_at, c.key_id))
 
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
@@ -812,7 +821,7 @@ class DynamoDbLedger:
             if item is None:
                 # The three items are written in one transaction; one missing is corruption.
                 raise StorageUnavailableError("credential records are inconsistent")
-            current = Credential.model_validate_json(_body(item))
+            current = load_record(Credential, "credential", key_id, _body(item))
             if current.revoked_at is not None:
                 return current
             revoked = current.model_copy(update={"revoked_at": at})

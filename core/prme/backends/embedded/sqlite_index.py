@@ -6,13 +6,16 @@ and reloaded only when another process changed that owner's documents.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import struct
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,6 +26,8 @@ from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
+
+logger = logging.getLogger("prme.index")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
@@ -196,7 +201,9 @@ class SqliteVectorIndex:
         failure: str | None = None
         if query.vector is None:
             failure = "no_query_vector"
-        elif any(model != query.embedding_model for model in vectors.models):
+        elif any(model != query.embedding_model for model in vectors.models) or (
+            vectors.node_ids and vectors.matrix.shape[1] != len(query.vector)
+        ):
             failure = "embedding_model_mismatch"
         elif vectors.node_ids:
             q = np.asarray(query.vector, dtype=np.float32)
@@ -318,6 +325,9 @@ class SqliteVectorIndex:
             "AND vector IS NOT NULL ORDER BY rowid",
             key,
         ).fetchall()
+        # Every model seen, readable or not: a mix still reads as a model mismatch below.
+        models = frozenset(r[1] for r in rows)
+        rows = _readable_rows(rows)
         node_ids = [r[0] for r in rows]
         dim = len(rows[0][2]) // 4 if rows else 0
         matrix = (
@@ -330,7 +340,7 @@ class SqliteVectorIndex:
             node_ids=node_ids,
             position={nid: i for i, nid in enumerate(node_ids)},
             matrix=matrix,
-            models=frozenset(r[1] for r in rows),
+            models=models,
             columns={
                 name: np.array([r[3 + i] for r in rows], dtype=np.str_)
                 for i, name in enumerate(_FILTER_COLUMNS)
@@ -410,3 +420,20 @@ def _filter_sql(flt: IndexFilter) -> tuple[str, list[object]]:
         clauses.append("COALESCE(d.event_time, d.created_at) <= ?")
         params.append(flt.time_to.timestamp())
     return ("".join(f" AND {c}" for c in clauses), params)
+
+
+def _readable_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The document rows vector search can use: vectors of the most common width, numeric
+    times. A damaged row (or one of an older model's width) is left out of the vector
+    channel, and logged by count, instead of failing every search of its owner."""
+    blobs = [r for r in rows if isinstance(r[2], bytes)]
+    widths = Counter(len(r[2]) for r in blobs if len(r[2]) and not len(r[2]) % 4)
+    width = widths.most_common(1)[0][0] if widths else -1
+    readable = [
+        r
+        for r in blobs
+        if len(r[2]) == width and all(t is None or isinstance(t, int | float) for t in r[8:11])
+    ]
+    if len(readable) < len(rows):
+        logger.warning("%d unreadable index vectors skipped", len(rows) - len(readable))
+    return readable

@@ -18,6 +18,7 @@ from prme.backends.commit_rule import applied_once
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.backends.stored_records import (
     QUARANTINED_WORK_STATUS,
+    load_journal_page,
     load_readable,
     load_record,
     log_quarantined,
@@ -372,7 +373,7 @@ class SqliteLedger:
             "SELECT body FROM idempotency_keys WHERE tenant=? AND owner=? AND key=?",
             (owner.tenant_id, owner.owner_id, key),
         )
-        return IdempotencyRecord.model_validate_json(rows[0][0]) if rows else None
+        return load_record(IdempotencyRecord, "idempotency", key, rows[0][0]) if rows else None
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         found = self._bodies("nodes", owner, [node_id])
@@ -464,14 +465,14 @@ class SqliteLedger:
             "SELECT body FROM journal WHERE tenant=? AND owner=? AND id=?",
             (owner.tenant_id, owner.owner_id, record_id),
         )
-        return JournalRecord.model_validate_json(rows[0][0]) if rows else None
+        return load_record(JournalRecord, "journal", record_id, rows[0][0]) if rows else None
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
     ) -> list[JournalRecord]:
         # A range over the primary key: ids from the prefix on, then the prefix check.
         rows = self._query(
-            "SELECT body FROM journal WHERE tenant=? AND owner=? AND id >= ? AND id > ? "
+            "SELECT id, body FROM journal WHERE tenant=? AND owner=? AND id >= ? AND id > ? "
             "AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
             (
                 owner.tenant_id,
@@ -483,7 +484,7 @@ class SqliteLedger:
                 limit,
             ),
         )
-        return [JournalRecord.model_validate_json(body) for (body,) in rows]
+        return load_journal_page(owner, rows)
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         rows = self._query(
@@ -518,25 +519,26 @@ class SqliteLedger:
             )
 
     def find_credential(self, key_hash: str) -> Credential | None:
-        rows = self._query("SELECT body FROM credentials WHERE key_hash=?", (key_hash,))
-        return Credential.model_validate_json(rows[0][0]) if rows else None
+        rows = self._query("SELECT key_id, body FROM credentials WHERE key_hash=?", (key_hash,))
+        return load_record(Credential, "credential", *rows[0]) if rows else None
 
     def list_credentials(self, tenant_id: str | None) -> list[Credential]:
         if tenant_id is None:
-            rows = self._query("SELECT body FROM credentials ORDER BY created_at, key_id")
+            rows = self._query("SELECT key_id, body FROM credentials ORDER BY created_at, key_id")
         else:
             rows = self._query(
-                "SELECT body FROM credentials WHERE tenant=? ORDER BY created_at, key_id",
+                "SELECT key_id, body FROM credentials WHERE tenant=? ORDER BY created_at, key_id",
                 (tenant_id,),
             )
-        return [Credential.model_validate_json(body) for (body,) in rows]
+        # One damaged key row must not stop `prme keys`, startup or every other key.
+        return load_readable(Credential, "credential", rows)
 
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
         with self._transaction() as tx:
             row = tx.execute("SELECT body FROM credentials WHERE key_id=?", (key_id,)).fetchone()
             if row is None:
                 return None
-            credential = Credential.model_validate_json(row[0])
+            credential = load_record(Credential, "credential", key_id, row[0])
             if credential.revoked_at is None:
                 credential = credential.model_copy(update={"revoked_at": at})
                 tx.execute(
