@@ -75,6 +75,14 @@ class PayloadTooLargeError(PrmeError):
     default_detail = "Content too large"
 
 
+class JournalIntegrityError(PrmeError):
+    """A stored journal record fails its checksum or is not where it claims to be (HTTP 500).
+
+    The store was altered or corrupted below the API; the record is refused, never served."""
+
+    default_detail = "A stored record failed its integrity check"
+
+
 class StorageUnavailableError(PrmeError):
     """A dependency failed before anything was committed (HTTP 503 without `accepted`)."""
 
@@ -158,6 +166,7 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (NotFoundError, 404),
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
+    (JournalIntegrityError, 500),
     (StorageUnavailableError, 503),
     (IndexUnavailableError, 503),
     (EmbeddingUnavailableError, 503),

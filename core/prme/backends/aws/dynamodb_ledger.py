@@ -625,11 +625,14 @@ class DynamoDbLedger:
             },
             ConsistentRead=True,
         )
-        records = [JournalRecord.model_validate_json(_body(item)) for item in items]
+        # Filtered and ordered by key, as the embedded ledger does: a body is never trusted
+        # for its own position, so a record swapped under another key stays visible to the
+        # engine's order check instead of being dropped here.
+        cursor = f"JOURNAL#{_part(after_id)}" if after_id is not None else None
         return [
-            r
-            for r in records
-            if r.id.startswith(id_prefix) and (after_id is None or r.id > after_id)
+            JournalRecord.model_validate_json(_body(item))
+            for item in items
+            if item[SK]["S"].startswith(prefix) and (cursor is None or item[SK]["S"] > cursor)
         ][:limit]
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
