@@ -151,7 +151,7 @@ TAMPERS: dict[str, Tamper] = {
 
 
 def refused(response: Any) -> bool:
-    return response.status_code == 500 and response.json() == REFUSED
+    return bool(response.status_code == 500 and response.json() == REFUSED)
 
 
 @pytest.mark.parametrize("tamper", TAMPERS)
