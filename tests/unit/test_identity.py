@@ -1,0 +1,132 @@
+"""Who a call acts for: owner resolution, user_id rules, API keys and bearer parsing."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.requests import Request
+
+from prme.backends.clock import ManualClock
+from prme.backends.memory import InMemoryCredentialStore
+from prme.engine.credentials import KEY_PREFIX, CredentialService, hash_api_key
+from prme.engine.identity import MAX_USER_ID_CHARS, Principal, resolve_owner, validate_user_id
+from prme.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+)
+from prme.http.auth import bearer_token
+from prme.model.enums import CredentialRole
+from prme.model.records import OwnerKey
+
+ALICE_KEY = Principal.owner("t1", "alice", key_id="k1")
+OPERATOR = Principal.operator("t1", key_id="k2")
+
+
+def test_an_owner_key_acts_for_its_own_owner_only() -> None:
+    alice = OwnerKey(tenant_id="t1", owner_id="alice")
+    assert resolve_owner(ALICE_KEY, None) == alice
+    assert resolve_owner(ALICE_KEY, "alice") == alice
+    for other in ("bob", "Alice", "alice ", ""):
+        with pytest.raises(PermissionDeniedError):
+            resolve_owner(ALICE_KEY, other)
+
+
+def test_an_operator_names_the_owner_within_its_tenant() -> None:
+    assert resolve_owner(OPERATOR, "bob") == OwnerKey(tenant_id="t1", owner_id="bob")
+    with pytest.raises(InvalidRequestError):
+        resolve_owner(OPERATOR, None)
+    with pytest.raises(InvalidRequestError):
+        resolve_owner(OPERATOR, "bad\x00id")
+    keyless = Principal.operator("local", default_owner_id="default")
+    assert resolve_owner(keyless, None) == OwnerKey(tenant_id="local", owner_id="default")
+    assert resolve_owner(keyless, "carol") == OwnerKey(tenant_id="local", owner_id="carol")
+
+
+@pytest.mark.parametrize(
+    "user_id", ["", " ", "\t", "x" * (MAX_USER_ID_CHARS + 1), "a\x1fb", "a\x7fb", "\x00"]
+)
+def test_invalid_user_ids_are_refused(user_id: str) -> None:
+    with pytest.raises(InvalidRequestError):
+        validate_user_id(user_id)
+
+
+@pytest.mark.parametrize("user_id", ["a", "x" * MAX_USER_ID_CHARS, "a b", "é~ ", "user@example"])
+def test_valid_user_ids_pass_unchanged(user_id: str) -> None:
+    assert validate_user_id(user_id) == user_id
+
+
+def service() -> tuple[CredentialService, ManualClock]:
+    clock = ManualClock()
+    return CredentialService(InMemoryCredentialStore(), clock), clock
+
+
+def test_a_key_authenticates_as_what_it_was_issued_for() -> None:
+    credentials, clock = service()
+    assert not credentials.any_active()
+    owner_key = credentials.create(tenant_id="t1", owner_id="alice", role=CredentialRole.OWNER)
+    operator_key = credentials.create(tenant_id="t1", owner_id=None, role=CredentialRole.OPERATOR)
+    assert credentials.any_active()
+    assert owner_key.secret.startswith(KEY_PREFIX)
+    assert owner_key.credential.key_hash == hash_api_key(owner_key.secret)
+    assert owner_key.secret not in owner_key.credential.model_dump_json()
+    assert credentials.authenticate(owner_key.secret) == Principal.owner(
+        "t1", "alice", owner_key.credential.key_id
+    )
+    assert credentials.authenticate(operator_key.secret) == Principal.operator(
+        "t1", operator_key.credential.key_id
+    )
+    clock.advance(seconds=5)
+    revoked = credentials.revoke(owner_key.credential.key_id)
+    assert revoked.revoked_at == clock.now()
+    with pytest.raises(AuthenticationError):
+        credentials.authenticate(owner_key.secret)
+    assert credentials.any_active()
+    credentials.revoke(operator_key.credential.key_id)
+    assert not credentials.any_active()
+    assert {c.key_id for c in credentials.list("t1")} == {
+        owner_key.credential.key_id,
+        operator_key.credential.key_id,
+    }
+
+
+@pytest.mark.parametrize("secret", [None, "", "prme_unknown", "x"])
+def test_missing_or_unknown_keys_do_not_authenticate(secret: str | None) -> None:
+    credentials, _ = service()
+    credentials.create(tenant_id="t1", owner_id="alice", role=CredentialRole.OWNER)
+    with pytest.raises(AuthenticationError):
+        credentials.authenticate(secret)
+
+
+def test_a_key_names_its_owner_exactly_when_it_is_an_owner_key() -> None:
+    credentials, _ = service()
+    with pytest.raises(ValueError, match="owner key needs an owner"):
+        credentials.create(tenant_id="t1", owner_id=None, role=CredentialRole.OWNER)
+    with pytest.raises(ValueError, match="names no owner"):
+        credentials.create(tenant_id="t1", owner_id="alice", role=CredentialRole.OPERATOR)
+    with pytest.raises(InvalidRequestError):
+        credentials.create(tenant_id="t1", owner_id=" ", role=CredentialRole.OWNER)
+    with pytest.raises(NotFoundError):
+        credentials.revoke("no-such-key")
+    assert credentials.list(None) == []
+
+
+def request_with(authorization: str | None) -> Request:
+    headers = [] if authorization is None else [(b"authorization", authorization.encode())]
+    return Request({"type": "http", "method": "GET", "path": "/", "headers": headers})
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [(None, None), ("Bearer abc", "abc"), ("bearer  abc ", "abc"), ("BEARER x_y", "x_y")],
+)
+def test_bearer_tokens_are_read_from_the_authorization_header(
+    header: str | None, token: str | None
+) -> None:
+    assert bearer_token(request_with(header)) == token
+
+
+@pytest.mark.parametrize("header", ["Basic abc", "Bearer", "Bearer   ", "abc", "Token abc"])
+def test_other_authorization_schemes_are_refused(header: str) -> None:
+    with pytest.raises(AuthenticationError):
+        bearer_token(request_with(header))
