@@ -49,6 +49,7 @@ IDEMPOTENCY_TESTS = (
     "tests/contract/test_backend_contract.py",
     "tests/contract/test_dynamodb_ledger.py",
 )
+LIFECYCLE_TESTS = ("tests/contract/test_lifecycle.py", "tests/contract/test_http_api.py")
 JOURNAL_TESTS = (
     "tests/unit/test_journal_checksum.py",
     "tests/contract/test_journal_tampering.py",
@@ -62,8 +63,10 @@ class Target:
     concern: str
     path: str
     tests: tuple[str, ...]
-    # Only functions of this class are mutated (the rest of the module is other concerns).
+    # Only functions of this class, or these top-level functions, are mutated (the rest
+    # of the module holds other concerns).
     only_class: str | None = None
+    only_functions: tuple[str, ...] | None = None
 
     @property
     def module(self) -> str:
@@ -76,6 +79,15 @@ TARGETS: tuple[Target, ...] = (
     Target("authorization", "core/prme/http/auth.py", AUTH_TESTS),
     Target("idempotency", "core/prme/engine/idempotency.py", IDEMPOTENCY_TESTS),
     Target("idempotency", "core/prme/backends/commit_rule.py", IDEMPOTENCY_TESTS),
+    Target(
+        "idempotency",
+        "core/prme/engine/store.py",
+        IDEMPOTENCY_TESTS,
+        only_functions=("store_memory", "_replayed"),
+    ),
+    Target(
+        "idempotency", "core/prme/engine/lifecycle.py", LIFECYCLE_TESTS, only_functions=("_move",)
+    ),
     Target("journal integrity", "core/prme/engine/journal.py", JOURNAL_TESTS),
     Target("journal integrity", "core/prme/model/records.py", JOURNAL_TESTS, "JournalRecord"),
     Target("journal integrity", "core/prme/model/canonical.py", JOURNAL_TESTS),
@@ -110,8 +122,9 @@ class _Mutator(ast.NodeTransformer):
 
     With `apply=-1` it only lists the sites."""
 
-    def __init__(self, only_class: str | None, apply: int = -1) -> None:
-        self.only_class = only_class
+    def __init__(self, target: Target, apply: int = -1) -> None:
+        self.only_class = target.only_class
+        self.only_functions = target.only_functions
         self.apply = apply
         self.sites: list[Site] = []
         self._scope: list[str] = []
@@ -121,7 +134,7 @@ class _Mutator(ast.NodeTransformer):
     # -- scopes ------------------------------------------------------------------------
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        if not self._scope and self.only_class not in (None, node.name):
+        if not self._scope and (self.only_functions or self.only_class not in (None, node.name)):
             return node
         self._scope.append(node.name)
         node.body = [self.visit(stmt) for stmt in node.body]
@@ -130,6 +143,8 @@ class _Mutator(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         if not self._scope and self.only_class is not None:
+            return node
+        if not self._scope and node.name not in (self.only_functions or (node.name,)):
             return node
         outer_top, outer_bool = self._top, self._returns_bool
         if len(self._scope) <= 1 and not any(s.startswith("def ") for s in self._scope):
@@ -260,7 +275,7 @@ def _op_text(op: ast.AST) -> str:
 
 def list_sites(target: Target) -> list[Site]:
     tree = ast.parse((REPO_ROOT / target.path).read_text(encoding="utf-8"))
-    mutator = _Mutator(target.only_class)
+    mutator = _Mutator(target)
     mutator.visit(tree)
     return mutator.sites
 
@@ -280,7 +295,7 @@ def apply_mutant(target: Target, site: Site) -> None:
     """Swap the code of the function holding `site` for its mutated code, in this process."""
     path = REPO_ROOT / target.path
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    _Mutator(target.only_class, apply=site.index).visit(tree)
+    _Mutator(target, apply=site.index).visit(tree)
     ast.fix_missing_locations(tree)
     module = importlib.import_module(target.module)
     # A registered module: dataclasses look their module up while building the class.
