@@ -38,6 +38,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 AUTH_TESTS = (
+    "tests/unit/test_identity.py",
     "tests/contract/test_owner_isolation_routes.py",
     "tests/contract/test_http_api.py",
 )
@@ -379,12 +380,14 @@ def _preload() -> None:
         importlib.import_module(target.module)
 
 
-def run(max_mutants: int | None, timeout_s: float) -> dict[str, Any]:
+def run(max_mutants: int | None, timeout_s: float, only: list[str]) -> dict[str, Any]:
     os.chdir(REPO_ROOT)
     _preload()
     results: list[ModuleResult] = []
     baselines: dict[tuple[str, ...], float] = {}
     for target in TARGETS:
+        if only and target.path not in only:
+            continue
         if target.tests not in baselines:
             baseline = run_tests(target.tests, None, timeout_s * 3)
             if baseline.status != "survived":
@@ -416,6 +419,7 @@ def run(max_mutants: int | None, timeout_s: float) -> dict[str, Any]:
         "benchmark": "mutation",
         "max_mutants_per_module": max_mutants,
         "timeout_s": timeout_s,
+        "only": only,
         "mutants": total,
         "caught": caught,
         "kill_ratio": round(caught / total, 4) if total else None,
@@ -454,6 +458,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument(
+        "--only", action="append", default=[], help="a target path to run (repeatable)"
+    )
+    parser.add_argument(
         "--json",
         type=Path,
         default=Path("benchmarks/results/mutation.json"),
@@ -465,7 +472,7 @@ def main() -> None:
             print(f"{target.path}:{site.line} {'.'.join(site.function)}: {site.description}")
         return
     limit = 8 if args.quick else args.max_mutants
-    result = run(limit, args.timeout)
+    result = run(limit, args.timeout, args.only)
     print_table(result)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
