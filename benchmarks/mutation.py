@@ -43,6 +43,7 @@ AUTH_TESTS = (
     "tests/contract/test_http_api.py",
 )
 IDEMPOTENCY_TESTS = (
+    "tests/unit/test_idempotency_rules.py",
     "tests/unit/test_store_rules.py",
     "tests/contract/test_lifecycle.py",
     "tests/contract/test_fast_ingest.py",
@@ -50,7 +51,11 @@ IDEMPOTENCY_TESTS = (
     "tests/contract/test_backend_contract.py",
     "tests/contract/test_dynamodb_ledger.py",
 )
-LIFECYCLE_TESTS = ("tests/contract/test_lifecycle.py", "tests/contract/test_http_api.py")
+LIFECYCLE_TESTS = (
+    "tests/unit/test_idempotency_rules.py",
+    "tests/contract/test_lifecycle.py",
+    "tests/contract/test_http_api.py",
+)
 JOURNAL_TESTS = (
     "tests/unit/test_journal_checksum.py",
     "tests/contract/test_journal_tampering.py",
