@@ -50,7 +50,9 @@ bench: install
 	$(BIN)/python -m benchmarks.embedder_speed
 	$(BIN)/python -m benchmarks.store_retrieve
 	$(BIN)/python -m benchmarks.read_side --quick
+	$(BIN)/python -m benchmarks.error_stall --quick
 	$(BIN)/python -m benchmarks.locomo_evidence --quick
+	$(BIN)/python -m benchmarks.crash_durability --trials 10
 	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve
 
 package: install  ## the Lambda asset (arm64 wheels, no Docker) in build/lambda

@@ -8,11 +8,12 @@ from functools import cache
 from typing import Any, cast
 
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
-from functions.runtime import backend, logger, metrics, tracer
+from functions.runtime import backend, logger, metrics, settings, tracer
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
@@ -34,8 +35,16 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 def _adapter() -> Mangum:
     built = backend()
     app = create_app(
-        ApiRuntime(engine=built.engine, credentials=built.credentials, auth=AuthPolicy())
+        ApiRuntime(
+            engine=built.engine,
+            credentials=built.credentials,
+            auth=AuthPolicy(),
+            max_body_bytes=settings().max_body_bytes,
+        )
     )
+    # PRME's loggers (the per-request line included) write through powertools' JSON formatter
+    # instead of propagating to the runtime's text handler on the root logger.
+    copy_config_to_registered_loggers(source_logger=logger, include={"prme"})
     return Mangum(app, lifespan="off")
 
 

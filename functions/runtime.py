@@ -5,12 +5,23 @@ from __future__ import annotations
 from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
+from prme.logs import ExcInfo, exception_text
 from prme.settings import Settings
 
-logger = Logger()
+
+class ContentFreeFormatter(LambdaPowertoolsFormatter):
+    """Powertools' JSON, with exceptions as type and frames only: an exception's message can
+    quote the input that caused it, which may be memory content."""
+
+    def formatException(self, ei: ExcInfo) -> str:  # noqa: N802
+        return exception_text(ei)
+
+
+logger = Logger(logger_formatter=ContentFreeFormatter(serialize_stacktrace=False))
 tracer = Tracer()
 metrics = Metrics()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,21 +15,14 @@ from prme.model.records import OwnerKey
 from prme.settings import Settings
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from prme.http.auth import AuthPolicy, is_loopback_name
+
     if args.backend:
         settings = settings.model_copy(update={"backend": args.backend})
     backend = open_backend(settings, args.data_dir)
     keyed = backend.credentials.any_active()
-    if not is_loopback(args.host) and not keyed:
+    if not is_loopback_name(args.host) and not keyed:
         print(
             f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
             "network. Create one with `prme keys create --user-id NAME` or bind 127.0.0.1.",
@@ -40,23 +33,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from prme.http.app import create_app
-    from prme.http.auth import AuthPolicy
     from prme.http.dependencies import ApiRuntime
+    from prme.logs import start_json_logging
 
-    # Keyless calls are a local convenience of the embedded default, never of the cloud backend.
-    local = is_loopback(args.host) and settings.backend == "embedded"
-    policy = AuthPolicy(open_tenant=settings.tenant_id if local else None)
+    # Keyless calls are a local convenience of the embedded default, never of the cloud backend,
+    # and are decided here, once: a key created later closes them until restart.
+    local = is_loopback_name(args.host) and settings.backend == "embedded"
+    policy = AuthPolicy.at_startup(
+        backend.credentials, local_tenant=settings.tenant_id if local else None
+    )
     app = create_app(
-        ApiRuntime(engine=backend.engine, credentials=backend.credentials, auth=policy)
+        ApiRuntime(
+            engine=backend.engine,
+            credentials=backend.credentials,
+            auth=policy,
+            max_body_bytes=settings.max_body_bytes,
+        )
     )
     base = f"http://{args.host}:{args.port}"
     where = settings.backend if settings.backend == "aws" else args.data_dir or settings.data_dir
     print(f"PRME serving {where} at {base}  (docs: {base}/docs)")
-    if keyed or not local:
+    if not policy.keyless_open:
         print("Send 'Authorization: Bearer <key>' with every request (prme keys create).")
     else:
         print(
-            "No API key exists: loopback callers act as an operator (user_id defaults to 'default')."
+            "No API key exists: loopback callers act as an operator (user_id defaults to 'default')"
+            " until a key is created."
         )
     print(
         f"  curl -s {base}/v1/store -H 'content-type: application/json' "
@@ -67,9 +69,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         '-d \'{"query": "Where do I live?", "user_id": "alice"}\''
     )
     sys.stdout.flush()
+    # JSON lines on stderr from a background thread; uvicorn's own loggers included, and no
+    # access log of its own (the request middleware writes one line per request).
+    listener = start_json_logging(("prme", "uvicorn"))
+    logging.getLogger("uvicorn").setLevel(logging.WARNING)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     finally:
+        listener.stop()
         backend.close()
     return 0
 

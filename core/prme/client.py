@@ -32,6 +32,7 @@ from prme.model.feedback import (
     RelevanceRecord,
     ReplayReport,
 )
+from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.quantities import (
     QuantityAggregation,
@@ -65,9 +66,18 @@ _Input = TypeVar(
 )
 
 
-def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
+def _policy_checked(value: Any, *, where: str) -> None:
+    """The input policy every surface applies (finite numbers, valid text, bounded depth)."""
     try:
-        return model.model_validate({k: v for k, v in fields.items() if v is not UNSET})
+        check_json_value(value, max_depth=MAX_BODY_DEPTH)
+    except InputPolicyError as exc:
+        raise InvalidRequestError.from_policy(exc, prefix=(where,) if where else ()) from None
+
+
+def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
+    given = {k: v for k, v in fields.items() if v is not UNSET}
+    try:
+        return model.model_validate(given)
     except ValidationError as exc:
         raise InvalidRequestError.from_validation(exc) from None
 
@@ -379,6 +389,7 @@ class MemoryClient:
         self, request_id: str, arguments: dict[str, Any], *, user_id: str | None = None
     ) -> ToolArgumentResolution:
         """Swap visible presentation values for their lookups, as saved with that retrieval."""
+        _policy_checked(arguments, where="arguments")
         return self._engine.resolve_tool_arguments(self._owner(user_id), request_id, arguments)
 
     # -- alias proposals and reviews --
@@ -426,6 +437,7 @@ class MemoryClient:
         return self._engine.review_alias_proposal(
             self._owner(user_id),
             proposal_operation_id,
+            actor=self._principal,
             decision=AliasDecision(decision),
             reviewer_id=reviewer_id,
             reason=reason,

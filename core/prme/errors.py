@@ -6,6 +6,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from prme.model.input_policy import InputPolicyError, excerpt
+
+# A 422 names at most this many problems; each message is quoted at most this long.
+MAX_REPORTED_ERRORS = 20
+MAX_MESSAGE_CHARS = 200
+
 
 class PrmeError(Exception):
     """Base of every error PRME raises on purpose. `detail` is safe to show a caller."""
@@ -34,9 +40,41 @@ class InvalidRequestError(PrmeError):
         cls, error: ValidationError, *, prefix: tuple[str, ...] = ()
     ) -> InvalidRequestError:
         """The first failure of an input model's validation, located and never echoing input."""
-        first = error.errors(include_input=False)[0]
-        loc = (*prefix, *(str(part) for part in first["loc"]))
-        return cls(f"{'.'.join(loc)}: {first['msg']}", field=loc)
+        first = error.errors(include_input=False, include_url=False)[0]
+        loc = (*prefix, *(safe_location_part(part) for part in first["loc"]))
+        return cls(f"{'.'.join(map(str, loc))}: {safe_message(first['msg'])}", field=loc)
+
+    @classmethod
+    def from_policy(
+        cls, error: InputPolicyError, *, prefix: tuple[str, ...] = ()
+    ) -> InvalidRequestError:
+        """An input-policy violation (`prme.model.input_policy`), located within the input."""
+        loc = (*prefix, *(safe_location_part(part) for part in error.path))
+        return cls(f"{'.'.join(map(str, loc))}: {error.message}", field=loc)
+
+
+def safe_location_part(part: str | int) -> str | int:
+    """A field location as a caller may see it: keys can be caller text (metadata, unknown
+    fields), so they are quoted short and encodable."""
+    return part if isinstance(part, int) else excerpt(part)
+
+
+def safe_message(message: str) -> str:
+    """Validation messages can quote the offending input (a UUID's bad character, say)."""
+    return excerpt(message, MAX_MESSAGE_CHARS)
+
+
+def validation_details(errors: list[Any]) -> list[dict[str, Any]]:
+    """Field-level 422 details that never echo the input: location, message and type only,
+    every part bounded and encodable, at most MAX_REPORTED_ERRORS of them."""
+    return [
+        {
+            "loc": [safe_location_part(part) for part in err.get("loc", ())],
+            "msg": safe_message(str(err.get("msg", ""))),
+            "type": str(err.get("type", "value_error")),
+        }
+        for err in errors[:MAX_REPORTED_ERRORS]
+    ]
 
 
 class BadRequestError(PrmeError):
@@ -141,6 +179,22 @@ class ValueBindingResolutionError(PrmeError):
     default_detail = "Value binding resolution failed"
 
 
+class CorruptRecordError(PrmeError):
+    """A stored record failed to load (unparsable body, broken shape): it is quarantined.
+
+    Carries the record's kind and id so logs and work items can name it; never its body,
+    whose text is untrusted and may be what broke the parser."""
+
+    default_detail = "This record cannot be read; it is quarantined and was left unchanged"
+    # What a work item that needed the record says in `last_error`.
+    reason_code = "CorruptRecord"
+
+    def __init__(self, kind: str, record_id: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.record_id = record_id
+
+
 class ProcessingIncompleteError(PrmeError):
     """The source was committed but a waiting call could not finish processing (HTTP 503 receipt)."""
 
@@ -168,6 +222,9 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (PayloadTooLargeError, 413),
     (JournalIntegrityError, 500),
     (StorageUnavailableError, 503),
+    # A server-side fault that retrying will not fix: 500, not 503 (no retry invitation) and
+    # not 404/409/410 (the record exists and the caller did nothing wrong).
+    (CorruptRecordError, 500),
     (IndexUnavailableError, 503),
     (EmbeddingUnavailableError, 503),
     (ProcessingIncompleteError, 503),

@@ -68,6 +68,10 @@ class Extractor(Protocol):
 class Ledger(Protocol):
     """The source of truth: events, nodes, journal, work items. Each method is one transaction.
 
+    A stored event, node, edge or work item that cannot be loaded is quarantined: a read of
+    that one record raises CorruptRecordError, a read of many leaves it out (and logs its
+    id), so one bad record never fails the reads of everything around it.
+
     Every commit carries a journal record with an id unique to that write. Committing the
     very same commit again (its journal record already stored exactly as sent) is a no-op,
     never a conflict: that is what a retry after a lost answer looks like."""
@@ -104,7 +108,10 @@ class Ledger(Protocol):
 
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
-    ) -> IdempotencyRecord | None: ...
+    ) -> IdempotencyRecord | None:
+        """The owner's record of `key`, whichever operation made it (a key is unique per
+        owner). `operation` only finds a record written when keys were unique per operation."""
+        ...
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None: ...
 

@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
+from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 
 ENV_PREFIX = "PRME_"
 
@@ -43,6 +44,8 @@ class Settings(BaseSettings):
     openai_model: str | None = None
     openai_api_key: SecretStr | None = None
     sqlite_synchronous: Literal["normal", "full"] = "normal"
+    # HTTP request bodies past this many bytes are refused with 413 while being read.
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     # AWS backend: resource names and endpoints. boto3 reads AWS_ENDPOINT_URL* and the region.
     table_name: str = "prme-local"
     queue_prefix: str = "prme-local"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from prme.engine.aliases import StaleAssessmentError
+from prme.engine.identity import Principal
 from prme.errors import ConflictError, InvalidRequestError, NotFoundError
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.enums import INACTIVE_LIFECYCLE_STATES, ProcessingStatus, Scope
@@ -16,6 +17,7 @@ from prme.model.records import OwnerKey
 from tests.conftest import ALICE, BOB, OTHER_TENANT_ALICE, Harness
 
 ACCEPTED, REJECTED = AliasDecision.ACCEPTED, AliasDecision.REJECTED
+REVIEWER_KEY = Principal.owner(ALICE.tenant_id, ALICE.owner_id, key_id="key-of-the-reviewer")
 
 
 def entity(h: Harness, name: str, owner: OwnerKey = ALICE, **fields: Any) -> str:
@@ -42,6 +44,7 @@ def review(
     return h.engine.review_alias_proposal(
         owner,
         item.proposal_operation_id,
+        actor=REVIEWER_KEY,
         decision=decision,
         reviewer_id=reviewer_id,
         reason=reason,
@@ -254,7 +257,12 @@ def test_unknown_proposals_are_not_found(any_backend: Harness) -> None:
     for proposal_id in ("6f1c2a52-8e0b-5c1e-9d3a-3b7e2f4a9c10", "not-a-uuid"):
         with pytest.raises(NotFoundError):
             h.engine.review_alias_proposal(
-                ALICE, proposal_id, decision=ACCEPTED, reviewer_id="me", reason=None
+                ALICE,
+                proposal_id,
+                actor=REVIEWER_KEY,
+                decision=ACCEPTED,
+                reviewer_id="me",
+                reason=None,
             )
     with pytest.raises(NotFoundError):
         h.engine.list_node_edges(ALICE, "6f1c2a52-8e0b-5c1e-9d3a-3b7e2f4a9c10")

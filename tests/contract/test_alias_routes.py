@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
-from tests.contract.http_support import Api
+from prme.backends.embedded.service import open_embedded
+from prme.embedding.hashing import HashingEmbedder
+from prme.http.app import create_app
+from prme.http.auth import AuthPolicy
+from prme.http.dependencies import ApiRuntime
+from prme.model.enums import CredentialRole
+from tests.conftest import TOKEN_COUNTER
+from tests.contract.http_support import TENANT, Api, bearer
 
 REVIEWER = "human:catalog-owner"
 
@@ -154,3 +163,57 @@ def test_accepting_after_a_node_was_archived_is_a_409(api: Api) -> None:
     response = post_review(api, api.alice, item["proposal_operation_id"], decision="accepted")
     assert response.status_code == 409
     assert api.client.get(f"/v1/nodes/{node_ids[0]}/edges", headers=api.alice).json() == []
+
+
+@pytest.mark.parametrize("role", [CredentialRole.OWNER, CredentialRole.OPERATOR])
+def test_a_review_records_the_key_that_made_it(api: Api, role: CredentialRole) -> None:
+    # Given a reviewer with a key of its own
+    issued = api.credentials.create(
+        tenant_id=TENANT, owner_id="alice" if role is CredentialRole.OWNER else None, role=role
+    )
+    reviewer = bearer(issued.secret)
+    _, item = scanned_pair(api, "IBM", "International Business Machines")
+    pid = item["proposal_operation_id"]
+    # A body cannot name the key: the field is not part of the request
+    forged = post_review(
+        api, reviewer, pid, decision="accepted", user_id="alice", reviewed_by_key_id="k-forged"
+    )
+    assert forged.status_code == 422
+    # When it decides under a label that names someone else
+    response = post_review(
+        api, reviewer, pid, decision="accepted", user_id="alice", reviewer_id="human:bob"
+    )
+    assert response.status_code == 200, response.text
+    # Then the review keeps the label but records the caller's key and role
+    review = response.json()["review"]
+    assert review["reviewer_id"] == "human:bob"
+    assert review["reviewed_by_key_id"] == issued.credential.key_id
+    assert review["reviewed_by_role"] == role.value
+    assert proposals(api, api.alice)[0]["review"] == review
+    assert response.json()["review_journal"]["payload"] == review
+
+
+def test_a_keyless_local_review_records_no_key(tmp_path: Path) -> None:
+    # Given the keyless loopback mode of `prme serve` (no key exists)
+    backend = open_embedded(tmp_path / "d", embedder=HashingEmbedder(), token_counter=TOKEN_COUNTER)
+    runtime = ApiRuntime(
+        engine=backend.engine,
+        credentials=backend.credentials,
+        auth=AuthPolicy(open_tenant="local"),
+    )
+    try:
+        # A loopback Host, as a local caller sends: keyless mode is for loopback only.
+        with TestClient(create_app(runtime), base_url="http://127.0.0.1:8765") as client:
+            for name in ("IBM", "International Business Machines"):
+                client.post("/v1/store", json={"content": name, "node_type": "entity"})
+            assert backend.engine.propose_aliases(None).proposals_created == 1
+            [item] = client.get("/v1/alias-proposals").json()["items"]
+            response = client.post(
+                f"/v1/alias-proposals/{item['proposal_operation_id']}/review",
+                json={"decision": "accepted", "reviewer_id": "human:admin"},
+            )
+        # Then the review says plainly that no key made it
+        review = response.json()["review"]
+        assert (review["reviewed_by_key_id"], review["reviewed_by_role"]) == (None, "operator")
+    finally:
+        backend.close()

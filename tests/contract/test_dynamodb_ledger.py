@@ -258,8 +258,9 @@ def test_idempotency_record_commits_with_the_store(
     assert ledger.get_idempotency(ALICE, "store", "key#1") == first.idempotency
     assert ledger.get_event(ALICE, "ev-0002") is None
     assert ledger.get_idempotency(BOB, "store", "key#1") is None
-    assert ledger.get_idempotency(ALICE, "other", "key#1") is None
-    stored = raw_item(table, "T#t1#O#alice", "IDEMP#store#key%231")
+    # A key is the owner's across every operation.
+    assert ledger.get_idempotency(ALICE, "other", "key#1") == first.idempotency
+    stored = raw_item(table, "T#t1#O#alice", "IDEMP#key%231")
     assert stored is not None
     expiry = int((T0 + timedelta(days=7)).timestamp())
     assert stored[resources.TTL_ATTRIBUTE] == {"N": str(expiry)}
@@ -267,6 +268,29 @@ def test_idempotency_record_commits_with_the_store(
     ledger.commit_store(
         make_commit(BOB, 3).model_copy(update={"idempotency": idempotency(BOB, "key#1", "x")})
     )
+
+
+def test_a_record_of_the_per_operation_layout_still_replays(
+    ledger: DynamoDbLedger, table: tuple[Any, str]
+) -> None:
+    # Given a record written when keys were unique per operation (before the upgrade)
+    client, name = table
+    old = idempotency(ALICE, "key#2", "ev-0001")
+    client.put_item(
+        TableName=name,
+        Item={
+            "pk": {"S": "T#t1#O#alice"},
+            "sk": {"S": "IDEMP#store#key%232"},
+            "kind": {"S": "idempotency"},
+            "body": {"S": old.model_dump_json()},
+        },
+    )
+    # Then a retry of that operation still finds it; a new record under the key wins.
+    assert ledger.get_idempotency(ALICE, "store", "key#2") == old
+    assert ledger.get_idempotency(ALICE, "ingest", "key#2") is None
+    newer = idempotency(ALICE, "key#2", "ev-0002")
+    ledger.commit_store(make_commit(ALICE, 2).model_copy(update={"idempotency": newer}))
+    assert ledger.get_idempotency(ALICE, "store", "key#2") == newer
 
 
 def test_expiring_nodes_get_a_ttl_only_when_asked(table: tuple[Any, str]) -> None:

@@ -282,7 +282,8 @@ def test_keyless_loopback_mode_acts_as_default_owner(tmp_path: Path) -> None:
             auth=AuthPolicy(open_tenant="local"),
         )
     )
-    with TestClient(app) as client:
+    # Keyless mode answers only requests addressed to this machine by a loopback name.
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
         stored = client.post("/v1/store", json={"content": "hello"}).json()
         assert client.get(f"/v1/events/{stored['event_id']}").json()["user_id"] == "default"
         # Once a key exists, keyless calls stop working.
@@ -495,7 +496,7 @@ def test_failed_waiting_ingest_answers_the_accepted_503_receipt(tmp_path: Path) 
             engine=engine, credentials=backend.credentials, auth=AuthPolicy(open_tenant="local")
         )
     )
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://localhost") as client:
         response = client.post(
             "/v1/ingest", json={"content": "We ran 12 km.", "wait_for_extraction": True}
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -98,15 +99,25 @@ def _exercise_server(proc: subprocess.Popen[str], base: str) -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         stored = httpx.post(
-            f"{base}/v1/store", json={"content": "served", "user_id": "alice"}
+            f"{base}/v1/store", json={"content": "served verbatim", "user_id": "alice"}
         ).json()
         assert stored["processing_status"] == "completed"
         assert httpx.get(f"{base}/openapi.json").status_code == 200
         assert proc.poll() is None
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=10)
     assert "curl" in out  # serve prints how to call it
+    # Its log is JSON lines on stderr, one per request, flushed at shutdown, without content
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    store = [line for line in lines if line.get("route") == "/v1/store"]
+    assert len(store) == 1, err
+    assert (store[0]["status"], store[0]["tenant_id"], store[0]["role"]) == (
+        200,
+        "local",
+        "operator",
+    )
+    assert "verbatim" not in err
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sys
@@ -17,12 +18,14 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
-from tests.contract.http_support import api_app
+from prme.model.enums import CredentialRole
+from tests.contract.http_support import TENANT, api_app
 
 TOOLS = {
     "memory_store",
@@ -64,6 +67,7 @@ Session = Callable[[Client], Awaitable[None]]
 class LiveMcp:
     url: str
     keys: dict[str, str]
+    app: FastAPI
 
     def run(self, key: str | None, session: Session) -> None:
         headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
@@ -98,7 +102,7 @@ def live_mcp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveMcp
         while not server.started:
             assert time.monotonic() < deadline, "uvicorn did not start"
             time.sleep(0.02)
-        yield LiveMcp(f"http://127.0.0.1:{port}/mcp", keys)
+        yield LiveMcp(f"http://127.0.0.1:{port}/mcp", keys, app)
         server.should_exit = True
         thread.join(timeout=10)
 
@@ -175,6 +179,29 @@ def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
     live_mcp.run(live_mcp.keys["alice"], session)
 
 
+@pytest.mark.parametrize("live_mcp", ["embedded"], indirect=True)
+def test_http_first_call_leaves_the_root_logger_alone(live_mcp: LiveMcp) -> None:
+    # Given an application whose root logger has no handler and a level of its own choosing
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    chosen_level = logging.ERROR + 5
+    root.handlers = []
+    root.setLevel(chosen_level)
+    try:
+        # When the first /mcp call builds the MCP server (the SDK configures logging there)
+        async def session(client: Client) -> None:
+            assert (await client.list_tools()).tools
+
+        live_mcp.run(live_mcp.keys["alice"], session)
+        # Then the root logger is as the application left it: no Rich handler formatting
+        # tracebacks on the event loop, no level changed
+        assert root.handlers == []
+        assert root.level == chosen_level
+    finally:
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
+
+
 def test_http_store_retrieve_with_context_and_resolve(live_mcp: LiveMcp) -> None:
     live_mcp.run(live_mcp.keys["alice"], store_retrieve_resolve)
 
@@ -205,6 +232,34 @@ def test_http_keys_bind_the_owner(live_mcp: LiveMcp) -> None:
     live_mcp.run(live_mcp.keys["bob"], as_stranger)
     live_mcp.run(live_mcp.keys["other"], as_stranger)
     live_mcp.run(live_mcp.keys["operator"], as_operator)
+
+
+def test_a_review_through_mcp_records_the_callers_key(live_mcp: LiveMcp) -> None:
+    runtime = live_mcp.app.state.runtime
+    issued = runtime.credentials.create(
+        tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER
+    )
+    reviewed: dict[str, Any] = {}
+
+    async def store_entities(client: Client) -> None:
+        for name in ("IBM", "International Business Machines"):
+            ok(await client.call_tool("memory_store", {"content": name, "node_type": "entity"}))
+
+    async def review(client: Client) -> None:
+        [item] = ok(await client.call_tool("memory_list_alias_proposals", {}))["items"]
+        arguments = {
+            "proposal_operation_id": item["proposal"]["proposal_operation_id"],
+            "decision": "accepted",
+            "reviewer_id": "human:someone-else",
+        }
+        reviewed.update(ok(await client.call_tool("memory_review_alias_proposal", arguments)))
+
+    live_mcp.run(issued.secret, store_entities)
+    assert runtime.engine.propose_aliases(None).proposals_created == 1
+    live_mcp.run(issued.secret, review)
+    assert reviewed["review"]["reviewer_id"] == "human:someone-else"
+    assert reviewed["review"]["reviewed_by_key_id"] == issued.credential.key_id
+    assert reviewed["review"]["reviewed_by_role"] == "owner"
 
 
 @pytest.mark.parametrize("key", [None, "not-a-real-key"])

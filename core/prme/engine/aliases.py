@@ -25,6 +25,7 @@ from prme.engine.alias_names import (
     name_key,
 )
 from prme.engine.deps import EngineDeps
+from prme.engine.identity import Principal
 from prme.engine.reads import get_node
 from prme.errors import ConflictError, InvalidRequestError, NotFoundError
 from prme.model.aliases import (
@@ -336,12 +337,14 @@ def review_alias_proposal(
     owner: OwnerKey,
     proposal_operation_id: str,
     *,
+    actor: Principal,
     decision: AliasDecision,
     reviewer_id: str,
     reason: str | None,
 ) -> AliasProposalItem:
-    """Record one decision. An identical retry returns the first; another decision, or an
-    acceptance of nodes that changed since the scan, is a conflict."""
+    """Record one decision and the key that made it (`actor`, the authenticated caller;
+    `reviewer_id` is only the caller's label). An identical retry returns the first;
+    another decision, or an acceptance of nodes that changed since the scan, is a conflict."""
     reviewer_id, reason = _checked_review_input(decision, reviewer_id, reason)
     try:
         pid = str(uuid.UUID(proposal_operation_id))
@@ -382,6 +385,8 @@ def review_alias_proposal(
         reason=reason,
         edge_id=edge.id if edge is not None else None,
         node_ids=proposal.node_ids,
+        reviewed_by_key_id=actor.key_id,
+        reviewed_by_role=actor.role,
     )
     journal = JournalRecord.build(
         record_id=review_id,

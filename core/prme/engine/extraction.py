@@ -22,6 +22,7 @@ from prme.engine.reads import summarize_work
 from prme.engine.store import StoreResult, alias_scan_work, store_memory
 from prme.errors import (
     ConflictError,
+    CorruptRecordError,
     ExtractionUnavailableError,
     PrmeError,
     ProcessingIncompleteError,
@@ -54,6 +55,8 @@ EXTRACTION_JOURNAL = "extraction"
 # Nodes (two writes each with their event link), edges, journal and work fit one transaction.
 MAX_ARTIFACT_NODES = 30
 MAX_ARTIFACT_EDGES = 20
+# Failures no retry can fix: the item is failed at once, and a queue need not redeliver it.
+FINAL_FAILURES = frozenset({"SourceMissing", CorruptRecordError.reason_code})
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,12 @@ def run_extractions(deps: EngineDeps, owner: OwnerKey, items: list[WorkItem]) ->
 
 
 def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
-    event = deps.ledger.get_event(owner, item.event_id)
+    try:
+        event = deps.ledger.get_event(owner, item.event_id)
+    except CorruptRecordError as exc:
+        # Quarantined: no retry can read it, so the item fails now and the pass goes on.
+        _record_failure(deps, item, exc.reason_code, final=True)
+        return exc.reason_code
     if event is None:
         _record_failure(deps, item, "SourceMissing", final=True)
         return "SourceMissing"

@@ -1,8 +1,9 @@
 """Idempotency keys: a retried write with the same key and input returns the first result.
 
-A key is bound to one owner, one operation and the exact input (as sent, so an omitted
-field and an explicit null differ). Reusing it with other input is a conflict (HTTP 409).
-Records are kept at least `IDEMPOTENCY_TTL`; the ledger may delete them after that.
+A key is unique per owner across every operation and bound to the operation that first used
+it and its exact input (as sent, so an omitted field and an explicit null differ). Reusing it
+on another operation or with other input is a conflict (HTTP 409). Records are kept at least
+`IDEMPOTENCY_TTL`; the ledger may delete them after that.
 """
 
 from __future__ import annotations
@@ -46,8 +47,12 @@ def new_record(
     )
 
 
-def check_replay(record: IdempotencyRecord, digest: str) -> dict[str, Any]:
-    """The saved result when the input matches; a conflict when the key saw other input."""
+def check_replay(record: IdempotencyRecord, operation: str, digest: str) -> dict[str, Any]:
+    """The saved result when operation and input match; a conflict when the key saw others."""
+    if record.operation != operation:
+        # One key, one logical write: a key sent to a second route would otherwise write a
+        # second copy of the same content (the first store, then an ingest of it).
+        raise ConflictError("Idempotency-Key was already used by another operation")
     if record.request_sha256 != digest:
         raise ConflictError("Idempotency-Key was already used with a different request")
     return record.result

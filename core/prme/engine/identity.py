@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from prme.errors import InvalidRequestError, PermissionDeniedError
 from prme.model.enums import CredentialRole
+from prme.model.input_policy import text_problem
 from prme.model.records import OwnerKey
 
 MAX_USER_ID_CHARS = 256
@@ -45,6 +46,9 @@ def validate_user_id(user_id: str) -> str:
         )
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in user_id):
         raise InvalidRequestError("user_id must not contain control characters", field=("user_id",))
+    problem = text_problem(user_id)
+    if problem is not None:
+        raise InvalidRequestError(f"user_id {problem}", field=("user_id",))
     return user_id
 
 

@@ -101,7 +101,7 @@ def ingest_fast(
     if idempotency_key and digest:
         saved = deps.ledger.get_idempotency(owner, FAST_INGEST_OPERATION, idempotency_key)
         if saved is not None:
-            ids = list(check_replay(saved, digest)["event_ids"])
+            ids = list(check_replay(saved, FAST_INGEST_OPERATION, digest)["event_ids"])
             return FastIngestResult(event_ids=ids, accepted=len(ids))
     commit = build_ingest_commit(
         deps,
@@ -117,7 +117,7 @@ def ingest_fast(
         saved = deps.ledger.get_idempotency(owner, FAST_INGEST_OPERATION, idempotency_key)
         if saved is None:
             raise
-        ids = list(check_replay(saved, digest)["event_ids"])
+        ids = list(check_replay(saved, FAST_INGEST_OPERATION, digest)["event_ids"])
         return FastIngestResult(event_ids=ids, accepted=len(ids))
     # Announce the work; if this is lost, the sweeper and any processing pass find it.
     with contextlib.suppress(PrmeError):

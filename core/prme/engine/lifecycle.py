@@ -92,7 +92,7 @@ def _move(
     if idempotency_key:
         saved = deps.ledger.get_idempotency(owner, LIFECYCLE_OPERATION, idempotency_key)
         if saved is not None:
-            check_replay(saved, digest)
+            check_replay(saved, LIFECYCLE_OPERATION, digest)
             return _node(deps, owner, node_id)
     node = _node(deps, owner, node_id)
     updated = apply(node)
@@ -124,7 +124,7 @@ def _move(
         if idempotency_key:
             saved = deps.ledger.get_idempotency(owner, LIFECYCLE_OPERATION, idempotency_key)
             if saved is not None:
-                check_replay(saved, digest)
+                check_replay(saved, LIFECYCLE_OPERATION, digest)
                 return _node(deps, owner, node_id)
         raise
     return updated
@@ -287,7 +287,7 @@ def supersede(
 
 def _replay_supersedence(saved: IdempotencyRecord, digest: str) -> None:
     try:
-        check_replay(saved, digest)
+        check_replay(saved, SUPERSEDE_OPERATION, digest)
     except ConflictError:
         raise InvalidRequestError(
             "This supersedence was published with other evidence", field=("evidence_id",)

@@ -21,6 +21,7 @@ from prme.engine.vector_input import vector_segments
 from prme.engine.work_refs import WorkRef
 from prme.errors import (
     ConflictError,
+    CorruptRecordError,
     EmbeddingUnavailableError,
     IndexUnavailableError,
     PrmeError,
@@ -358,46 +359,59 @@ def materialize_targets(deps: EngineDeps, targets: Sequence[Target]) -> Material
     return MaterializeOutcome(processed=0, failed=failed, deferred=len(targets) - failed)
 
 
+SOURCE_MISSING = "source_missing"
+
+
 def resolve_targets(
     deps: EngineDeps, owner: OwnerKey, items: Sequence[WorkItem]
-) -> tuple[list[Target], list[WorkItem]]:
-    """The node each pending item works on; items whose source is gone are returned apart."""
+) -> tuple[list[Target], list[tuple[WorkItem, str]]]:
+    """The node each pending item works on; items that cannot have one are returned apart,
+    each with the reason it fails for good (its source is gone, or unreadable)."""
     existing = deps.ledger.get_nodes(
         owner, [i.node_id for i in items if i.kind is WorkKind.INDEX_NODE]
     )
     targets: list[Target] = []
-    orphans: list[WorkItem] = []
+    unworkable: list[tuple[WorkItem, str]] = []
     for item in items:
-        if item.kind is WorkKind.INDEX_NODE:
-            node = existing.get(item.node_id)
-            if node is None:
-                orphans.append(item)
-            else:
-                targets.append(Target(item, node))
+        try:
+            target = _target(deps, owner, item, existing)
+        except CorruptRecordError as exc:
+            # Quarantined: this item fails with the reason, the rest of the batch goes on.
+            unworkable.append((item, exc.reason_code))
             continue
-        event = deps.ledger.get_event(owner, item.event_id)
-        if event is None:
-            orphans.append(item)
-            continue
-        already = deps.ledger.get_node(owner, item.node_id)
-        if already is not None:
-            targets.append(Target(item, already))
+        if target is None:
+            unworkable.append((item, SOURCE_MISSING))
         else:
-            node = node_from_event(deps, event, node_id=item.node_id, now=deps.clock.now())
-            targets.append(Target(item, node, new=True))
-    return targets, orphans
+            targets.append(target)
+    return targets, unworkable
 
 
-def _fail_orphans(deps: EngineDeps, orphans: Sequence[WorkItem]) -> None:
+def _target(
+    deps: EngineDeps, owner: OwnerKey, item: WorkItem, existing: dict[str, MemoryNode]
+) -> Target | None:
+    """The item's target, None when its source is gone. Raises CorruptRecordError."""
+    if item.kind is WorkKind.INDEX_NODE:
+        node = existing.get(item.node_id)
+        if node is None:
+            # A batch read leaves an unreadable node out: read it alone to tell which it is.
+            node = deps.ledger.get_node(owner, item.node_id)
+        return None if node is None else Target(item, node)
+    event = deps.ledger.get_event(owner, item.event_id)
+    if event is None:
+        return None
+    already = deps.ledger.get_node(owner, item.node_id)
+    if already is not None:
+        return Target(item, already)
+    node = node_from_event(deps, event, node_id=item.node_id, now=deps.clock.now())
+    return Target(item, node, new=True)
+
+
+def _fail_unworkable(deps: EngineDeps, unworkable: Sequence[tuple[WorkItem, str]]) -> None:
     now = deps.clock.now()
-    for item in orphans:
+    for item, reason in unworkable:
         deps.ledger.save_work(
             item.model_copy(
-                update={
-                    "status": WorkStatus.FAILED,
-                    "last_error": "source_missing",
-                    "updated_at": now,
-                }
+                update={"status": WorkStatus.FAILED, "last_error": reason, "updated_at": now}
             )
         )
 
@@ -417,17 +431,20 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
         ]
         extract = [i for i in items if i.kind.family == "extract"]
         if extract:
-            from prme.engine.extraction import run_extractions
+            from prme.engine.extraction import FINAL_FAILURES, run_extractions
 
-            if run_extractions(deps, owner, extract) is not None:
+            reasons = [run_extractions(deps, owner, [item]) for item in extract]
+            if any(r is not None and r not in FINAL_FAILURES for r in reasons):
                 raise WorkDeferredError()
-            processed += len(extract)
+            # Failed for good (e.g. a quarantined source): redelivery would change nothing.
+            processed += reasons.count(None)
+            failed += len(reasons) - reasons.count(None)
         items = [i for i in items if i.kind.family == "materialize"]
-        targets, orphans = resolve_targets(deps, owner, items)
-        _fail_orphans(deps, orphans)
+        targets, unworkable = resolve_targets(deps, owner, items)
+        _fail_unworkable(deps, unworkable)
         outcome = materialize_targets(deps, targets)
         processed += outcome.processed
-        failed += outcome.failed + len(orphans)
+        failed += outcome.failed + len(unworkable)
         if outcome.deferred:
             # A dependency is down: fail the batch so the queue redelivers it later.
             raise WorkDeferredError()
@@ -481,9 +498,9 @@ def process_pending_work(
     for key, owner_items in by_owner.items():
         if budget_ms is not None and (time.monotonic() - started) * 1000 >= budget_ms:
             break
-        targets, orphans = resolve_targets(deps, key, owner_items)
-        _fail_orphans(deps, orphans)
-        failed += len(orphans)
+        targets, unworkable = resolve_targets(deps, key, owner_items)
+        _fail_unworkable(deps, unworkable)
+        failed += len(unworkable)
         try:
             outcome = materialize_targets(deps, targets)
         except PrmeError:

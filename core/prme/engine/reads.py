@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prme.engine.deps import EngineDeps
 from prme.engine.journal import read_journal
-from prme.errors import NotFoundError
+from prme.errors import CorruptRecordError, NotFoundError
 from prme.model.enums import ProcessingStatus, WorkFamily, WorkStatus
 from prme.model.records import Event, JournalRecord, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
@@ -17,8 +17,17 @@ def get_event(deps: EngineDeps, owner: OwnerKey, event_id: str) -> Event:
     return event
 
 
+def _require_event(deps: EngineDeps, owner: OwnerKey, event_id: str) -> None:
+    """NotFoundError unless the owner has this event; a quarantined one exists, so it passes:
+    what was derived from it, and why its work failed, stay readable."""
+    try:
+        get_event(deps, owner, event_id)
+    except CorruptRecordError:
+        return
+
+
 def list_event_nodes(deps: EngineDeps, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
-    get_event(deps, owner, event_id)
+    _require_event(deps, owner, event_id)
     return deps.ledger.list_event_nodes(owner, event_id)
 
 
@@ -41,7 +50,7 @@ def get_processing_status(
     deps: EngineDeps, owner: OwnerKey, event_id: str, *, family: WorkFamily = "materialize"
 ) -> tuple[ProcessingStatus, list[WorkItem]]:
     """Materialization work by default; `family="extract"` gives the extraction status."""
-    get_event(deps, owner, event_id)
+    _require_event(deps, owner, event_id)
     items = [w for w in deps.ledger.list_event_work(owner, event_id) if w.kind.family == family]
     return summarize_work(items), items
 

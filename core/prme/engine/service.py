@@ -20,6 +20,7 @@ from prme.engine import (
 )
 from prme.engine.deps import EngineDeps
 from prme.engine.extraction import IngestResult
+from prme.engine.identity import Principal
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.reindex import ReindexProgress, ReindexReport, reindex_owner
@@ -226,6 +227,7 @@ class MemoryEngine:
         owner: OwnerKey,
         proposal_operation_id: str,
         *,
+        actor: Principal,
         decision: AliasDecision,
         reviewer_id: str,
         reason: str | None = None,
@@ -234,6 +236,7 @@ class MemoryEngine:
             self.deps,
             owner,
             proposal_operation_id,
+            actor=actor,
             decision=decision,
             reviewer_id=reviewer_id,
             reason=reason,

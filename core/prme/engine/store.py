@@ -162,7 +162,7 @@ def store_memory(
     if idempotency_key and digest:
         saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
         if saved is not None:
-            return _replayed(deps, owner, check_replay(saved, digest))
+            return _replayed(deps, owner, check_replay(saved, operation, digest))
     commit = build_store_commit(
         deps,
         owner,
@@ -196,7 +196,7 @@ def store_memory(
         saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
         if saved is None:
             raise
-        return _replayed(deps, owner, check_replay(saved, digest))
+        return _replayed(deps, owner, check_replay(saved, operation, digest))
     # Acknowledged from here on.
     if failure is None:
         status = ProcessingStatus.COMPLETED

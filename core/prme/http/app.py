@@ -11,6 +11,8 @@ from starlette.routing import Route
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http import routes_aliases, routes_feedback, routes_quantities
+from prme.http.auth import LoopbackOnlyMiddleware
+from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.dependencies import (
     ERRORS,
     READ_ERRORS,
@@ -22,6 +24,7 @@ from prme.http.dependencies import (
     key_text,
 )
 from prme.http.errors import install_error_handlers
+from prme.http.request_log import RequestLogMiddleware
 from prme.http.schemas import (
     ErrorResponse,
     EventResponse,
@@ -56,6 +59,11 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     )
     app.state.runtime = runtime
     install_error_handlers(app)
+    app.add_middleware(LoopbackOnlyMiddleware, policy=runtime.auth)
+    # Added after those, so it wraps them: no route, parser or auth check sees a body first.
+    app.add_middleware(BodyPolicyMiddleware, max_body_bytes=runtime.max_body_bytes)
+    # Outermost and reads no body: every response, a 413 included, has its log line and id.
+    app.add_middleware(RequestLogMiddleware)
     engine = runtime.engine
 
     @app.get("/health", include_in_schema=False)

@@ -13,6 +13,7 @@ from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
 from prme.http.auth import AuthPolicy, authenticate
 from prme.http.schemas import AcceptedErrorResponse, ErrorResponse
+from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class ApiRuntime:
     engine: MemoryEngine
     credentials: CredentialService
     auth: AuthPolicy
+    # Bodies past this are refused (413) while being read, before parsing or authentication.
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -30,7 +33,14 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "Invalid input; nothing was written"},
     503: {"model": ErrorResponse, "description": "A dependency is unavailable"},
 }
-READ_ERRORS = {**ERRORS, 404: {"model": ErrorResponse, "description": "Unknown or foreign id"}}
+READ_ERRORS = {
+    **ERRORS,
+    404: {"model": ErrorResponse, "description": "Unknown or foreign id"},
+    500: {
+        "model": ErrorResponse,
+        "description": "The record is stored but cannot be read; it is quarantined",
+    },
+}
 WRITE_ERRORS = {
     **ERRORS,
     409: {"model": ErrorResponse, "description": "Idempotency-Key reused with a different body"},

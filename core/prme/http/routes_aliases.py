@@ -156,6 +156,7 @@ def register(app: FastAPI, engine: MemoryEngine) -> None:
         item = engine.review_alias_proposal(
             resolve_owner(caller, body.user_id),
             str(proposal_operation_id),
+            actor=caller,
             decision=body.decision,
             reviewer_id=body.reviewer_id,
             reason=body.reason,

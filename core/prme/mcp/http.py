@@ -13,7 +13,6 @@ from contextvars import ContextVar
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
@@ -26,13 +25,6 @@ from prme.http.auth import AuthPolicy, authenticate
 from prme.mcp.server import build_mcp_server
 
 _caller: ContextVar[Principal | None] = ContextVar("prme_mcp_caller", default=None)
-
-# Keyless local mode is reachable from a browser on this machine: only loopback names pass.
-_LOOPBACK_ONLY = TransportSecuritySettings(
-    enable_dns_rebinding_protection=True,
-    allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-)
 
 
 def _current_caller() -> Principal:
@@ -51,11 +43,12 @@ class McpHttpEndpoint:
         self._server: MCPServer = build_mcp_server(engine, _current_caller)
         self._credentials = credentials
         self._auth = auth
-        self._security = _LOOPBACK_ONLY if auth.open_tenant is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
+            # The same function as every REST route: keyless mode's loopback Host and Origin
+            # rule included, so /mcp and the REST routes cannot drift apart.
             principal = await anyio.to_thread.run_sync(
                 authenticate, request, self._credentials, self._auth
             )
@@ -71,7 +64,6 @@ class McpHttpEndpoint:
                 app=self._server._lowlevel_server,
                 stateless=True,
                 json_response=True,
-                security_settings=self._security,
             )
             async with manager.run():
                 await manager.handle_request(scope, receive, send)

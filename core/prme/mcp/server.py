@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
@@ -29,11 +30,13 @@ from prme.errors import (
     PrmeError,
     public_body,
     status_for,
+    validation_details,
 )
 from prme.http.schemas import EventResponse, NodeResponse
 from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.enums import NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
+from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import OwnerKey
@@ -107,6 +110,12 @@ class PrmeMcpServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         try:
+            # The same input policy as HTTP bodies; on stdio nothing else has checked them.
+            check_json_value(arguments, max_depth=MAX_BODY_DEPTH)
+        except InputPolicyError as exc:
+            error = InvalidRequestError.from_policy(exc, prefix=("arguments",))
+            return _error_result("invalid_request", 422, public_body(error))
+        try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
             logger.exception("tool %s failed unexpectedly", name)
@@ -115,10 +124,9 @@ class PrmeMcpServer(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 # Locations and messages only: rejected values are the caller's data.
-                detail = [
-                    {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
-                    for err in cause.errors(include_input=False, include_url=False)
-                ]
+                detail = validation_details(
+                    list(cause.errors(include_input=False, include_url=False))
+                )
                 return _error_result("invalid_request", 422, {"detail": detail})
             raise
 
@@ -141,9 +149,16 @@ class _Runner:
         self._principal = principal
 
     def __call__(self, user_id: str | None, action: Callable[[OwnerKey], Any]) -> CallToolResult:
+        return self.acting(user_id, lambda owner, _actor: action(owner))
+
+    def acting(
+        self, user_id: str | None, action: Callable[[OwnerKey, Principal], Any]
+    ) -> CallToolResult:
+        """Like a plain call, for actions that record who made them (the caller's key)."""
         try:
-            owner = resolve_owner(self._principal(), user_id)
-            return _ok(action(owner))
+            principal = self._principal()
+            owner = resolve_owner(principal, user_id)
+            return _ok(action(owner, principal))
         except PrmeError as exc:
             status = status_for(exc)
             if status >= 500:
@@ -168,11 +183,30 @@ _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 _READS = ToolAnnotations(read_only_hint=True)
 
 
+@contextmanager
+def _root_logger_kept() -> Iterator[None]:
+    """Undo what the SDK's server constructor does to the root logger (a `basicConfig` with a
+    Rich handler, which has no switch to turn it off): the root logger is the application's,
+    and a Rich handler formats tracebacks for seconds on whichever thread logs, the event
+    loop included."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+                handler.close()
+        root.setLevel(level)
+
+
 def build_mcp_server(engine: MemoryEngine, principal: PrincipalSource) -> PrmeMcpServer:
     """The PRME tools bound to one engine; `principal` says who is calling right now."""
-    server = PrmeMcpServer(
-        name="prme", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
-    )
+    with _root_logger_kept():
+        server = PrmeMcpServer(
+            name="prme", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
+        )
     run = _Runner(principal)
     _memory_tools(server, engine, run)
     _lifecycle_tools(server, engine, run)
@@ -659,11 +693,12 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
     ) -> CallToolResult:
         """Accept (adds a verified alias link, merges nothing) or reject an alias proposal.
         Only act on a person's explicit decision."""
-        return run(
+        return run.acting(
             user_id,
-            lambda owner: engine.review_alias_proposal(
+            lambda owner, actor: engine.review_alias_proposal(
                 owner,
                 str(proposal_operation_id),
+                actor=actor,
                 decision=decision,
                 reviewer_id=reviewer_id,
                 reason=reason,

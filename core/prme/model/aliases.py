@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from prme.model.enums import LifecycleState, Scope
+from prme.model.enums import CredentialRole, LifecycleState, Scope
 from prme.model.records import JournalRecord
 
 ALIAS_PROPOSAL_OPERATION = "alias_proposal"
@@ -91,11 +91,17 @@ class AliasReview(BaseModel):
 
     proposal_operation_id: str
     decision: AliasDecision
+    # The caller's own label for who decided; free text, so not evidence of identity.
     reviewer_id: str
     reason: str | None
     # The verified alias_of edge an acceptance created; None for a rejection.
     edge_id: str | None
     node_ids: tuple[str, str]
+    # Who the decision was authenticated as: the API key's id (None when no key was used:
+    # keyless local mode or the in-process client) and its role. Reviews journaled before
+    # these were recorded decode with both None.
+    reviewed_by_key_id: str | None = None
+    reviewed_by_role: CredentialRole | None = None
 
 
 class AliasProposalItem(BaseModel):

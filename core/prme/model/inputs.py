@@ -6,10 +6,10 @@ Every rule here runs before any I/O, so a rejected input writes nothing.
 from __future__ import annotations
 
 import math
-import unicodedata
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -27,19 +27,30 @@ from prme.model.enums import (
     Scope,
     SourceType,
 )
+from prme.model.input_policy import (
+    MAX_METADATA_DEPTH,
+    InputPolicyError,
+    check_json_value,
+    check_name,
+    check_text,
+)
 from prme.model.records import RESERVED_METADATA_KEYS
 
 MAX_CONTENT_CHARS = 100_000
 MAX_SPEAKER_CHARS = 200
 MAX_METADATA_BYTES = 16_384
-# Unicode bidirectional formatting characters: they can make a name render as something else.
-_BIDI_CONTROLS = frozenset(
-    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
+
+# Text kept verbatim (content, queries): any valid Unicode but NUL.
+SafeText = Annotated[str, AfterValidator(check_text)]
+# Names people read and match on (session ids): no control, format or invisible characters.
+SafeName = Annotated[str, AfterValidator(check_name)]
 
 
 def normalize_speaker(value: str | None) -> str | None:
-    """Strip a speaker name and reject empty, overlong or control-bearing names."""
+    """Strip a speaker name and reject empty, overlong or control-bearing names.
+
+    Format characters (zero-width, bidirectional controls) are refused too: "Caroline\u200b"
+    would look like Caroline yet never match her."""
     if value is None:
         return None
     name = value.strip()
@@ -47,9 +58,10 @@ def normalize_speaker(value: str | None) -> str | None:
         raise ValueError("speaker must not be empty")
     if len(name) > MAX_SPEAKER_CHARS:
         raise ValueError(f"speaker must be at most {MAX_SPEAKER_CHARS} characters")
-    for char in name:
-        if char in _BIDI_CONTROLS or unicodedata.category(char) in {"Cc", "Zl", "Zp"}:
-            raise ValueError("speaker must not contain control characters or line breaks")
+    try:
+        check_name(name)
+    except ValueError as exc:
+        raise ValueError(f"speaker {exc}") from None
     return name
 
 
@@ -63,10 +75,14 @@ def _check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
         )
     from prme.model.canonical import canonical_json
 
+    # Stored metadata is read back exactly or refused now: nothing the read path (or a JSON
+    # parser's recursion limit) cannot load again, and no NaN quietly turned into null.
     try:
-        encoded = canonical_json(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError("metadata must be JSON-serialisable") from exc
+        check_json_value(value, max_depth=MAX_METADATA_DEPTH)
+    except InputPolicyError as exc:
+        where = ".".join(str(part) for part in exc.path)
+        raise ValueError(f"metadata{'.' + where if where else ''} {exc.message}") from None
+    encoded = canonical_json(value)
     if len(encoded.encode()) > MAX_METADATA_BYTES:
         raise ValueError(f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")
     return value
@@ -77,10 +93,10 @@ class SourceInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    content: SafeText = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     role: Role = Role.USER
     speaker: str | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    session_id: SafeName | None = Field(default=None, min_length=1, max_length=256)
     scope: Scope | None = None
     metadata: dict[str, Any] | None = None
     event_time: AwareDatetime | None = None
@@ -99,7 +115,9 @@ class SourceInput(BaseModel):
 class StoreInput(SourceInput):
     """What a direct store accepts, before the owner is resolved."""
 
-    retrieval_content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    retrieval_content: SafeText | None = Field(
+        default=None, min_length=1, max_length=MAX_CONTENT_CHARS
+    )
     value_bindings: list[MemoryValueBinding] | None = Field(default=None, max_length=64)
     node_type: NodeType | None = None
     epistemic_type: EpistemicType | None = None
@@ -187,7 +205,7 @@ class RetrieveInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    query: str = Field(min_length=1, max_length=10_000)
+    query: SafeText = Field(min_length=1, max_length=10_000)
     reference_time: AwareDatetime | None = None
     token_budget: int | None = Field(default=None, ge=0, le=200_000, strict=True)
     limit: int | None = Field(default=None, ge=0, le=200, strict=True)

@@ -19,6 +19,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from prme.backends.aws import resources
 from prme.backends.commit_rule import applied_once
+from prme.backends.stored_records import (
+    QUARANTINED_WORK_STATUS,
+    RecordT,
+    load_readable,
+    load_record,
+    split_readable,
+)
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -51,6 +58,8 @@ _THROTTLE_CODES = frozenset(
 _RETRYABLE_TXN_REASONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
+# Reads of a sparse index per listing that may take unreadable items out of it.
+_QUARANTINE_ROUNDS = 3
 _PENDING_ATTRIBUTES = (
     resources.OWNER_PENDING_PK,
     resources.OWNER_PENDING_SK,
@@ -109,7 +118,16 @@ def _key(pk: str, sk: str) -> Item:
     return {PK: {"S": pk}, SK: {"S": sk}}
 
 
-def _idempotency_sk(operation: str, key: str) -> str:
+def _idempotency_sk(key: str) -> str:
+    # One item per owner and key, whatever the operation: the conditional put then refuses
+    # a key that another route already used.
+    return f"IDEMP#{_part(key)}"
+
+
+def _legacy_idempotency_sk(operation: str, key: str) -> str:
+    """Where records were kept while a key was unique per operation only. Such records
+    expire with their TTL (`IDEMPOTENCY_TTL` after they were written); until then reads
+    still find them, so a retry that straddles an upgrade replays instead of writing twice."""
     return f"IDEMP#{_part(operation)}#{_part(key)}"
 
 
@@ -125,6 +143,14 @@ def _item_size(item: Item) -> int:
 def _body(item: dict[str, Any]) -> str:
     body: str = item["body"]["S"]
     return body
+
+
+def _stored(item: dict[str, Any]) -> tuple[str, str]:
+    """`(record id, body)` of an item; the id is the last part of its sort key. A missing
+    body reads as an empty one, which fails to load like any other broken body."""
+    record_id = str(item[SK]["S"]).rsplit("#", 1)[-1].replace("%23", "#").replace("%25", "%")
+    body = item.get("body", {}).get("S", "")
+    return record_id, str(body)
 
 
 def _failure_of(exc: ClientError) -> _Failure:
@@ -341,7 +367,7 @@ class DynamoDbLedger:
 
     def _idempotency_item(self, i: IdempotencyRecord) -> Item:
         return {
-            **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.operation, i.key)),
+            **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.key)),
             "kind": {"S": "idempotency"},
             "body": {"S": i.model_dump_json()},
             # DynamoDB may delete the record once expired; until then it still replays.
@@ -383,28 +409,35 @@ class DynamoDbLedger:
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
-        return None if item is None else Event.model_validate_json(_body(item))
+        return None if item is None else load_record(Event, "event", *_stored(item))
 
     def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
         pk = _pk_of(owner)
         keys = [_key(pk, f"EVENT#{_part(eid)}") for eid in dict.fromkeys(event_ids)]
-        events = (Event.model_validate_json(_body(item)) for item in self._batch_get(keys))
+        events = load_readable(Event, "event", map(_stored, self._batch_get(keys)))
         return {event.id: event for event in events}
 
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:
-        item = self._get(_key(_pk_of(owner), _idempotency_sk(operation, key)))
+        pk = _pk_of(owner)
+        current, legacy = (
+            _key(pk, _idempotency_sk(key)),
+            _key(pk, _legacy_idempotency_sk(operation, key)),
+        )
+        # Both layouts in one round trip; `_part` escapes '#', so the two never coincide.
+        found = {item[SK]["S"]: item for item in self._batch_get([current, legacy])}
+        item = found.get(current[SK]["S"]) or found.get(legacy[SK]["S"])
         return None if item is None else IdempotencyRecord.model_validate_json(_body(item))
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         item = self._get(_key(_pk_of(owner), f"NODE#{_part(node_id)}"))
-        return None if item is None else MemoryNode.model_validate_json(_body(item))
+        return None if item is None else load_record(MemoryNode, "node", *_stored(item))
 
     def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
         pk = _pk_of(owner)
         keys = [_key(pk, f"NODE#{_part(nid)}") for nid in dict.fromkeys(node_ids)]
-        nodes = (MemoryNode.model_validate_json(_body(item)) for item in self._batch_get(keys))
+        nodes = load_readable(MemoryNode, "node", map(_stored, self._batch_get(keys)))
         return {node.id: node for node in nodes}
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
@@ -414,7 +447,7 @@ class DynamoDbLedger:
 
     def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]:
         items = self._query_prefix(_pk_of(owner), f"WORK#{_part(event_id)}#")
-        work = [WorkItem.model_validate_json(_body(item)) for item in items]
+        work = load_readable(WorkItem, "work", map(_stored, items))
         return sorted(work, key=lambda w: (w.created_at, w.id))
 
     def _pending_query(self, index: str, pk_name: str, pk_value: str) -> dict[str, Any]:
@@ -447,17 +480,66 @@ class DynamoDbLedger:
         if limit <= 0:
             return []
         sort_name = resources.PENDING_SK if owner is None else resources.OWNER_PENDING_SK
-        # Each shard is read oldest first up to `limit`; merging the sorted runs gives
-        # the oldest `limit` overall.
-        runs = [
-            self._query_items(limit=limit, **query)
-            for query in self._pending_queries(owner, family)
-        ]
-        merged = heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"]))
-        work = (WorkItem.model_validate_json(_body(item)) for item in merged)
+
+        def oldest() -> list[dict[str, Any]]:
+            # Each shard is read oldest first up to `limit`; merging the sorted runs gives
+            # the oldest `limit` overall.
+            runs = [
+                self._query_items(limit=limit, **query)
+                for query in self._pending_queries(owner, family)
+            ]
+            return list(heapq.merge(*runs, key=lambda item: str(item[sort_name]["S"])))
+
+        work = self._load_leaving_index(
+            oldest, WorkItem, "work", _PENDING_ATTRIBUTES, status=QUARANTINED_WORK_STATUS
+        )
         # The index copy and its body come from the same item version; this only drops an
         # entry that a racing writer left behind.
         return [w for w in work if w.status is WorkStatus.PENDING][:limit]
+
+    def _load_leaving_index(
+        self,
+        read: Callable[[], list[dict[str, Any]]],
+        model: type[RecordT],
+        kind: str,
+        index_attributes: Sequence[str],
+        *,
+        status: str | None = None,
+    ) -> list[RecordT]:
+        """The records `read` (a query of a sparse index) finds that load. An unreadable one
+        leaves that index (its `index_attributes` removed, its `status` set), so that it
+        cannot hold up the records behind it; each round then refills the batch. Bounded,
+        as an index may still show a removed item for a moment."""
+        loaded: list[RecordT] = []
+        for _ in range(_QUARANTINE_ROUNDS):
+            items = read()
+            loaded, unreadable = split_readable(model, kind, map(_stored, items))
+            if not unreadable:
+                break
+            bad = set(unreadable)
+            for item in items:
+                if _stored(item)[0] in bad:
+                    self._leave_index(item, index_attributes, status)
+        return loaded
+
+    def _leave_index(
+        self, item: dict[str, Any], index_attributes: Sequence[str], status: str | None
+    ) -> None:
+        names = {f"#r{i}": name for i, name in enumerate(index_attributes)}
+        update: dict[str, Any] = {
+            "Key": _key(item[PK]["S"], item[SK]["S"]),
+            "UpdateExpression": "REMOVE " + ", ".join(names),
+            "ConditionExpression": "attribute_exists(#pk)",
+            "ExpressionAttributeNames": {**names, "#pk": PK},
+        }
+        if status is not None:
+            update["UpdateExpression"] = "SET #status = :status " + update["UpdateExpression"]
+            update["ExpressionAttributeNames"]["#status"] = "status"
+            update["ExpressionAttributeValues"] = {":status": {"S": status}}
+        try:
+            self._call("update_item", TableName=self._table, **update)
+        except ConflictError:
+            return  # deleted meanwhile: nothing left to take out
 
     def count_pending_work(
         self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
@@ -551,24 +633,29 @@ class DynamoDbLedger:
         if limit <= 0:
             return []
         bound = f"{_sortable(at)}#~"  # '~' sorts after every id: includes expiry == at
-        runs = [
-            self._query_items(
-                limit=limit,
-                IndexName=resources.EXPIRING_INDEX,
-                KeyConditionExpression="#pk = :pk AND #sk <= :bound",
-                ExpressionAttributeNames={
-                    "#pk": resources.EXPIRING_PK,
-                    "#sk": resources.EXPIRING_SK,
-                },
-                ExpressionAttributeValues={
-                    ":pk": {"S": f"EXPIRING#{shard}"},
-                    ":bound": {"S": bound},
-                },
-            )
-            for shard in range(resources.PENDING_SHARDS)
-        ]
-        merged = heapq.merge(*runs, key=lambda item: str(item[resources.EXPIRING_SK]["S"]))
-        nodes = (MemoryNode.model_validate_json(_body(item)) for item in merged)
+
+        def earliest() -> list[dict[str, Any]]:
+            runs = [
+                self._query_items(
+                    limit=limit,
+                    IndexName=resources.EXPIRING_INDEX,
+                    KeyConditionExpression="#pk = :pk AND #sk <= :bound",
+                    ExpressionAttributeNames={
+                        "#pk": resources.EXPIRING_PK,
+                        "#sk": resources.EXPIRING_SK,
+                    },
+                    ExpressionAttributeValues={
+                        ":pk": {"S": f"EXPIRING#{shard}"},
+                        ":bound": {"S": bound},
+                    },
+                )
+                for shard in range(resources.PENDING_SHARDS)
+            ]
+            return list(heapq.merge(*runs, key=lambda item: str(item[resources.EXPIRING_SK]["S"])))
+
+        nodes = self._load_leaving_index(
+            earliest, MemoryNode, "node", (resources.EXPIRING_PK, resources.EXPIRING_SK)
+        )
         return [n for n in nodes if n.lifecycle_state is not LifecycleState.ARCHIVED][:limit]
 
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
@@ -637,15 +724,14 @@ class DynamoDbLedger:
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         items = self._query_prefix(_pk_of(owner), "NODE#")
-        nodes = [MemoryNode.model_validate_json(_body(item)) for item in items]
+        nodes = load_readable(MemoryNode, "node", map(_stored, items))
         return [n for n in nodes if node_type is None or n.node_type is node_type]
 
     def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         # Edges live in the owner's partition; their number per owner is small next to nodes.
-        edges = [
-            MemoryEdge.model_validate_json(_body(item))
-            for item in self._query_prefix(_pk_of(owner), "EDGE#")
-        ]
+        edges = load_readable(
+            MemoryEdge, "edge", map(_stored, self._query_prefix(_pk_of(owner), "EDGE#"))
+        )
         return sorted(
             (e for e in edges if node_id in (e.source_node_id, e.target_node_id)),
             key=lambda e: (e.created_at, e.id),

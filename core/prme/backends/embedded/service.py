@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prme.backends.clock import SystemClock
-from prme.backends.embedded.sqlite import Synchronous
+from prme.backends.embedded.sqlite import Synchronous, private_directory
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.engine.config import EngineConfig
@@ -56,7 +56,7 @@ def open_embedded(
     recover_pending: bool = True,
 ) -> EmbeddedBackend:
     """Open (or create) a data directory and finish any work a previous process left pending."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_directory(data_dir)
     ledger = SqliteLedger(data_dir / LEDGER_FILE, synchronous=synchronous)
     index = SqliteVectorIndex(data_dir / INDEX_FILE, synchronous=synchronous)
     if embedder is None:

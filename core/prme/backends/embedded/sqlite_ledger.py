@@ -16,7 +16,14 @@ from typing import Literal
 
 from prme.backends.commit_rule import applied_once
 from prme.backends.embedded.sqlite import Synchronous, connect
-from prme.errors import ConflictError, StorageUnavailableError
+from prme.backends.stored_records import (
+    QUARANTINED_WORK_STATUS,
+    load_readable,
+    load_record,
+    log_quarantined,
+    split_readable,
+)
+from prme.errors import ConflictError, CorruptRecordError, StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.records import (
     Credential,
@@ -53,9 +60,9 @@ CREATE TABLE IF NOT EXISTS work (
 CREATE INDEX IF NOT EXISTS work_by_status ON work (status, created_at, id);
 CREATE INDEX IF NOT EXISTS work_by_owner_status ON work (tenant, owner, status, created_at, id);
 CREATE INDEX IF NOT EXISTS work_by_event ON work (tenant, owner, event_id);
-CREATE TABLE IF NOT EXISTS idempotency (
-    tenant TEXT NOT NULL, owner TEXT NOT NULL, operation TEXT NOT NULL, key TEXT NOT NULL,
-    body TEXT NOT NULL, PRIMARY KEY (tenant, owner, operation, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL, operation TEXT NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (tenant, owner, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS node_expiry (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL, expires_at REAL NOT NULL,
     PRIMARY KEY (tenant, owner, node_id)) WITHOUT ROWID;
@@ -90,6 +97,26 @@ class SqliteLedger:
         self._parsed_nodes: dict[str, MemoryNode] = {}
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            self._migrate_idempotency()
+
+    def _migrate_idempotency(self) -> None:
+        """Move records of the older layout, where a key was unique per operation only.
+
+        Where one key was used by two operations, the row of the operation that sorts first
+        is kept: a retry of the other then answers 409 instead of writing a second copy.
+        """
+        legacy = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='idempotency'"
+        if not self._conn.execute(legacy).fetchall():
+            return
+        with self._transaction() as tx:
+            if not tx.execute(legacy).fetchall():
+                return  # another process opening the same directory moved them first
+            tx.execute(
+                "INSERT OR IGNORE INTO idempotency_keys (tenant, owner, key, operation, body) "
+                "SELECT tenant, owner, key, operation, body FROM idempotency "
+                "ORDER BY tenant, owner, key, operation"
+            )
+            tx.execute("DROP TABLE idempotency")
 
     def close(self) -> None:
         with self._lock:
@@ -197,13 +224,28 @@ class SqliteLedger:
                 self._update_work(tx, item)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
-        rows = self._query(
-            "SELECT n.body FROM node_expiry x JOIN nodes n "
-            "ON n.tenant=x.tenant AND n.owner=x.owner AND n.id=x.node_id "
-            "WHERE x.expires_at <= ? ORDER BY x.expires_at, x.node_id LIMIT ?",
-            (at.timestamp(), limit),
-        )
-        return [MemoryNode.model_validate_json(body) for (body,) in rows]
+        while True:
+            rows = self._query(
+                "SELECT n.id, n.body, n.tenant, n.owner FROM node_expiry x JOIN nodes n "
+                "ON n.tenant=x.tenant AND n.owner=x.owner AND n.id=x.node_id "
+                "WHERE x.expires_at <= ? ORDER BY x.expires_at, x.node_id LIMIT ?",
+                (at.timestamp(), limit),
+            )
+            nodes, unreadable = split_readable(MemoryNode, "node", rows)
+            if not unreadable:
+                return nodes
+            # Off the expiry list, so it cannot hold up (by its age) the nodes behind it;
+            # each round takes at least one off, so the batch fills with readable nodes.
+            bad = set(unreadable)
+            with self._transaction() as tx:
+                tx.executemany(
+                    "DELETE FROM node_expiry WHERE tenant=? AND owner=? AND node_id=?",
+                    [
+                        (tenant, owner, node_id)
+                        for node_id, _, tenant, owner in rows
+                        if node_id in bad
+                    ],
+                )
 
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         with self._transaction() as tx:
@@ -274,8 +316,8 @@ class SqliteLedger:
     @staticmethod
     def _insert_idempotency(tx: sqlite3.Connection, i: IdempotencyRecord) -> None:
         tx.execute(
-            "INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)",
-            (i.tenant_id, i.owner_id, i.operation, i.key, i.model_dump_json()),
+            "INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
+            (i.tenant_id, i.owner_id, i.key, i.operation, i.model_dump_json()),
         )
 
     @staticmethod
@@ -298,49 +340,57 @@ class SqliteLedger:
             "SELECT body FROM events WHERE tenant=? AND owner=? AND id=?",
             (owner.tenant_id, owner.owner_id, event_id),
         )
-        return Event.model_validate_json(rows[0][0]) if rows else None
+        return load_record(Event, "event", event_id, rows[0][0]) if rows else None
 
     def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
-        events = (Event.model_validate_json(b) for b in self._bodies("events", owner, event_ids))
+        events = load_readable(Event, "event", self._bodies("events", owner, event_ids))
         return {event.id: event for event in events}
 
     def _bodies(
         self, table: Literal["events", "nodes"], owner: OwnerKey, ids: Sequence[str]
-    ) -> list[str]:
-        """The stored bodies among `ids` of one owner, read in chunks under SQLite's bound limit."""
+    ) -> list[tuple[str, str]]:
+        """`(id, body)` of the stored records among `ids` of one owner, read in chunks under
+        SQLite's bound limit."""
         unique = list(dict.fromkeys(ids))
-        bodies: list[str] = []
+        bodies: list[tuple[str, str]] = []
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._query(
                 # Only the table name (one of two literals) and placeholders are interpolated.
-                f"SELECT body FROM {table} WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
+                f"SELECT id, body FROM {table} WHERE tenant=? AND owner=? AND id IN ({marks})",  # noqa: S608
                 (owner.tenant_id, owner.owner_id, *chunk),
             )
-            bodies.extend(body for (body,) in rows)
+            bodies.extend((record_id, body) for (record_id, body) in rows)
         return bodies
 
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:
+        del operation  # records of the older layout were moved when the ledger opened
         rows = self._query(
-            "SELECT body FROM idempotency WHERE tenant=? AND owner=? AND operation=? AND key=?",
-            (owner.tenant_id, owner.owner_id, operation, key),
+            "SELECT body FROM idempotency_keys WHERE tenant=? AND owner=? AND key=?",
+            (owner.tenant_id, owner.owner_id, key),
         )
         return IdempotencyRecord.model_validate_json(rows[0][0]) if rows else None
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
-        return self.get_nodes(owner, [node_id]).get(node_id)
+        found = self._bodies("nodes", owner, [node_id])
+        return self._parse_node(*found[0]) if found else None
 
     def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
-        nodes = (self._parse_node(b) for b in self._bodies("nodes", owner, node_ids))
-        return {node.id: node for node in nodes}
+        nodes: dict[str, MemoryNode] = {}
+        for node_id, body in self._bodies("nodes", owner, node_ids):
+            try:
+                nodes[node_id] = self._parse_node(node_id, body)
+            except CorruptRecordError as exc:
+                log_quarantined(exc)
+        return nodes
 
-    def _parse_node(self, body: str) -> MemoryNode:
+    def _parse_node(self, node_id: str, body: str) -> MemoryNode:
         node = self._parsed_nodes.get(body)
         if node is None:
-            node = MemoryNode.model_validate_json(body)
+            node = load_record(MemoryNode, "node", node_id, body)
             if len(self._parsed_nodes) >= _PARSED_NODE_CACHE:
                 self._parsed_nodes.clear()  # bounded; refills with what is read next
             self._parsed_nodes[body] = node
@@ -348,36 +398,45 @@ class SqliteLedger:
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         rows = self._query(
-            "SELECT n.body FROM node_evidence e JOIN nodes n "
+            "SELECT n.id, n.body FROM node_evidence e JOIN nodes n "
             "ON n.tenant=e.tenant AND n.owner=e.owner AND n.id=e.node_id "
             "WHERE e.tenant=? AND e.owner=? AND e.event_id=? ORDER BY e.created_at, e.node_id",
             (owner.tenant_id, owner.owner_id, event_id),
         )
-        return [MemoryNode.model_validate_json(body) for (body,) in rows]
+        return load_readable(MemoryNode, "node", rows)
 
     def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]:
         rows = self._query(
-            "SELECT body FROM work WHERE tenant=? AND owner=? AND event_id=? ORDER BY created_at, id",
+            "SELECT id, body FROM work WHERE tenant=? AND owner=? AND event_id=? "
+            "ORDER BY created_at, id",
             (owner.tenant_id, owner.owner_id, event_id),
         )
-        return [WorkItem.model_validate_json(body) for (body,) in rows]
+        return load_readable(WorkItem, "work", rows)
 
     def list_pending_work(
         self, owner: OwnerKey | None, limit: int, *, family: WorkFamily = "materialize"
     ) -> list[WorkItem]:
         status = _status_column(WorkStatus.PENDING, family)
         if owner is None:
-            rows = self._query(
-                "SELECT body FROM work WHERE status=? ORDER BY created_at, id LIMIT ?",
-                (status, limit),
-            )
+            sql = "SELECT id, body FROM work WHERE status=? ORDER BY created_at, id LIMIT ?"
+            params: tuple[object, ...] = (status, limit)
         else:
-            rows = self._query(
-                "SELECT body FROM work WHERE tenant=? AND owner=? AND status=? "
-                "ORDER BY created_at, id LIMIT ?",
-                (owner.tenant_id, owner.owner_id, status, limit),
+            sql = (
+                "SELECT id, body FROM work WHERE tenant=? AND owner=? AND status=? "
+                "ORDER BY created_at, id LIMIT ?"
             )
-        return [WorkItem.model_validate_json(body) for (body,) in rows]
+            params = (owner.tenant_id, owner.owner_id, status, limit)
+        while True:
+            work, unreadable = split_readable(WorkItem, "work", self._query(sql, params))
+            if not unreadable:
+                return work
+            # Out of the pending set, so it cannot hold up (by its age) the work behind it;
+            # each round takes at least one out, so the batch fills with readable items.
+            with self._transaction() as tx:
+                tx.executemany(
+                    "UPDATE work SET status=? WHERE id=?",
+                    [(QUARANTINED_WORK_STATUS, work_id) for work_id in unreadable],
+                )
 
     def count_pending_work(
         self, owner: OwnerKey | None, *, family: WorkFamily = "materialize"
@@ -428,19 +487,19 @@ class SqliteLedger:
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         rows = self._query(
-            "SELECT body FROM nodes WHERE tenant=? AND owner=? ORDER BY id",
+            "SELECT id, body FROM nodes WHERE tenant=? AND owner=? ORDER BY id",
             (owner.tenant_id, owner.owner_id),
         )
-        nodes = [MemoryNode.model_validate_json(body) for (body,) in rows]
+        nodes = load_readable(MemoryNode, "node", rows)
         return [n for n in nodes if node_type is None or n.node_type is node_type]
 
     def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         rows = self._query(
-            "SELECT body FROM edges WHERE tenant=? AND owner=? AND source=? "
-            "UNION SELECT body FROM edges WHERE tenant=? AND owner=? AND target=?",
+            "SELECT id, body FROM edges WHERE tenant=? AND owner=? AND source=? "
+            "UNION SELECT id, body FROM edges WHERE tenant=? AND owner=? AND target=?",
             (owner.tenant_id, owner.owner_id, node_id) * 2,
         )
-        edges = [MemoryEdge.model_validate_json(body) for (body,) in rows]
+        edges = load_readable(MemoryEdge, "edge", rows)
         return sorted(edges, key=lambda e: (e.created_at, e.id))
 
     # -- CredentialStore ---------------------------------------------------------------

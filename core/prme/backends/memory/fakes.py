@@ -44,7 +44,7 @@ class InMemoryLedger:
         self.nodes: dict[tuple[str, str, str], MemoryNode] = {}
         self.journal: dict[tuple[str, str, str], JournalRecord] = {}
         self.work: dict[str, WorkItem] = {}
-        self.idempotency: dict[tuple[str, str, str, str], IdempotencyRecord] = {}
+        self.idempotency: dict[tuple[str, str, str], IdempotencyRecord] = {}
         self.edges: dict[tuple[str, str, str], MemoryEdge] = {}
         self.fail_journal = False
 
@@ -55,7 +55,7 @@ class InMemoryLedger:
                 if (e.tenant_id, e.owner_id, e.id) in self.events:
                     raise ConflictError("event already exists")
                 if idem is not None:
-                    idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
+                    idem_key = (idem.tenant_id, idem.owner_id, idem.key)
                     if idem_key in self.idempotency:
                         raise ConflictError("idempotency key already used")
                     self.idempotency[idem_key] = idem
@@ -73,7 +73,7 @@ class InMemoryLedger:
                 raise ConflictError("event already exists")
             idem = commit.idempotency
             if idem is not None:
-                idem_key = (idem.tenant_id, idem.owner_id, idem.operation, idem.key)
+                idem_key = (idem.tenant_id, idem.owner_id, idem.key)
                 if idem_key in self.idempotency:
                     raise ConflictError("idempotency key already used")
                 self.idempotency[idem_key] = idem
@@ -103,8 +103,9 @@ class InMemoryLedger:
                         raise ConflictError("node changed")
                 if (j.tenant_id, j.owner_id, j.id) in self.journal:
                     raise ConflictError("journal record already exists")
-                if idem is not None and (
-                    (idem.tenant_id, idem.owner_id, idem.operation, idem.key) in self.idempotency
+                if (
+                    idem is not None
+                    and (idem.tenant_id, idem.owner_id, idem.key) in self.idempotency
                 ):
                     raise ConflictError("idempotency key already used")
                 for node in change.new_nodes:
@@ -114,9 +115,7 @@ class InMemoryLedger:
                     if (edge.tenant_id, edge.owner_id, edge.id) in self.edges:
                         raise ConflictError("edge already exists")
                 if idem is not None:
-                    self.idempotency[(idem.tenant_id, idem.owner_id, idem.operation, idem.key)] = (
-                        idem
-                    )
+                    self.idempotency[(idem.tenant_id, idem.owner_id, idem.key)] = idem
                 for _, new in change.updates:
                     self.nodes[(new.tenant_id, new.owner_id, new.id)] = new
                 for node in change.new_nodes:
@@ -155,7 +154,8 @@ class InMemoryLedger:
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
     ) -> IdempotencyRecord | None:
-        return self.idempotency.get((owner.tenant_id, owner.owner_id, operation, key))
+        del operation  # a key is unique per owner; this fake never held another layout
+        return self.idempotency.get((owner.tenant_id, owner.owner_id, key))
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         return self.nodes.get((owner.tenant_id, owner.owner_id, node_id))
