@@ -71,3 +71,15 @@ def test_only_entities_schedule_an_alias_scan(harness: Harness) -> None:
     assert harness.ledger.count_pending_work(ALICE, family="alias") == 0
     harness.engine.store(ALICE, store_input(content="IBM", node_type="entity"))
     assert harness.ledger.count_pending_work(ALICE, family="alias") == 1
+
+
+def test_a_lifecycle_retry_that_races_its_first_attempt_answers_as_it_did(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node_id = harness.engine.store(ALICE, store_input()).node_id
+    assert node_id is not None
+    first = harness.engine.reinforce(ALICE, node_id, idempotency_key="k-2")
+    lose_the_first_lookup(harness, monkeypatch)
+    again = harness.engine.reinforce(ALICE, node_id, idempotency_key="k-2")
+    assert again == first  # reinforced once, not twice
+    assert harness.engine.get_node(ALICE, node_id) == first

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from starlette.requests import Request
 
@@ -34,7 +36,7 @@ def test_an_owner_key_acts_for_its_own_owner_only() -> None:
 
 def test_an_operator_names_the_owner_within_its_tenant() -> None:
     assert resolve_owner(OPERATOR, "bob") == OwnerKey(tenant_id="t1", owner_id="bob")
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidRequestError, match="operator keys must name user_id"):
         resolve_owner(OPERATOR, None)
     with pytest.raises(InvalidRequestError):
         resolve_owner(OPERATOR, "bad\x00id")
@@ -67,7 +69,10 @@ def test_a_key_authenticates_as_what_it_was_issued_for() -> None:
     owner_key = credentials.create(tenant_id="t1", owner_id="alice", role=CredentialRole.OWNER)
     operator_key = credentials.create(tenant_id="t1", owner_id=None, role=CredentialRole.OPERATOR)
     assert credentials.any_active()
-    assert owner_key.secret.startswith(KEY_PREFIX)
+    # The unsalted hash is safe only for long random secrets: a 16-hex key id and 256 bits.
+    key_id = owner_key.credential.key_id
+    assert re.fullmatch(rf"{KEY_PREFIX}{key_id}_[A-Za-z0-9_-]{{43}}", owner_key.secret)
+    assert re.fullmatch(r"[0-9a-f]{16}", key_id)
     assert owner_key.credential.key_hash == hash_api_key(owner_key.secret)
     assert owner_key.secret not in owner_key.credential.model_dump_json()
     assert credentials.authenticate(owner_key.secret) == Principal.owner(
