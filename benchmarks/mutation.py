@@ -41,6 +41,7 @@ AUTH_TESTS = (
     "tests/unit/test_identity.py",
     "tests/contract/test_owner_isolation_routes.py",
     "tests/contract/test_http_api.py",
+    "tests/integration/test_keyless_mode.py",
 )
 IDEMPOTENCY_TESTS = (
     "tests/unit/test_idempotency_rules.py",

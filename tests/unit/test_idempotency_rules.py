@@ -83,3 +83,27 @@ def test_a_lifecycle_retry_that_races_its_first_attempt_answers_as_it_did(
     again = harness.engine.reinforce(ALICE, node_id, idempotency_key="k-2")
     assert again == first  # reinforced once, not twice
     assert harness.engine.get_node(ALICE, node_id) == first
+
+
+def test_a_key_used_by_another_operation_conflicts_before_its_input_is_compared(
+    harness: Harness,
+) -> None:
+    node_id = harness.engine.store(ALICE, store_input(), idempotency_key="k-3").node_id
+    assert node_id is not None
+    with pytest.raises(ConflictError, match="another operation"):
+        harness.engine.reinforce(ALICE, node_id, idempotency_key="k-3")
+
+
+def test_a_conflict_that_no_saved_key_explains_is_raised(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit refused for another reason than the key (say, an id collision) is a
+    conflict for the caller, with or without a key; nothing is replayed."""
+
+    def refuse(_commit: object) -> None:
+        raise ConflictError("event already exists")
+
+    monkeypatch.setattr(harness.ledger, "commit_store", refuse)
+    for key in ("k-4", None):
+        with pytest.raises(ConflictError, match="event already exists"):
+            harness.engine.store(ALICE, store_input(), idempotency_key=key)

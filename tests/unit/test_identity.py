@@ -46,7 +46,8 @@ def test_an_operator_names_the_owner_within_its_tenant() -> None:
 
 
 @pytest.mark.parametrize(
-    "user_id", ["", " ", "\t", "x" * (MAX_USER_ID_CHARS + 1), "a\x1fb", "a\x7fb", "\x00"]
+    "user_id",
+    ["", " ", "\t", "x" * (MAX_USER_ID_CHARS + 1), "a\x1fb", "a\x7fb", "\x00", "a\ud800"],
 )
 def test_invalid_user_ids_are_refused(user_id: str) -> None:
     with pytest.raises(InvalidRequestError):
