@@ -107,3 +107,31 @@ def test_a_conflict_that_no_saved_key_explains_is_raised(
     for key in ("k-4", None):
         with pytest.raises(ConflictError, match="event already exists"):
             harness.engine.store(ALICE, store_input(), idempotency_key=key)
+
+
+def test_a_racing_lifecycle_retry_with_other_input_conflicts(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = harness.engine.store(ALICE, store_input())
+    assert stored.node_id is not None
+    harness.engine.reinforce(ALICE, stored.node_id, idempotency_key="k-5")
+    lose_the_first_lookup(harness, monkeypatch)
+    with pytest.raises(ConflictError, match="different request"):
+        harness.engine.reinforce(
+            ALICE, stored.node_id, evidence_id=stored.event_id, idempotency_key="k-5"
+        )
+
+
+def test_a_lifecycle_conflict_that_no_saved_key_explains_is_raised(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node_id = harness.engine.store(ALICE, store_input()).node_id
+    assert node_id is not None
+
+    def refuse(_change: object) -> None:
+        raise ConflictError("node changed")
+
+    monkeypatch.setattr(harness.ledger, "commit_node_change", refuse)
+    for key in ("k-6", None):
+        with pytest.raises(ConflictError, match="node changed"):
+            harness.engine.reinforce(ALICE, node_id, idempotency_key=key)
