@@ -17,7 +17,7 @@ from prme.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from prme.http.auth import bearer_token
+from prme.http.auth import AuthPolicy, bearer_token
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
 
@@ -136,3 +136,37 @@ def test_bearer_tokens_are_read_from_the_authorization_header(
 def test_other_authorization_schemes_are_refused(header: str) -> None:
     with pytest.raises(AuthenticationError):
         bearer_token(request_with(header))
+
+
+def test_keyless_access_is_decided_at_startup_and_closes_for_good() -> None:
+    credentials, _ = service()
+    policy = AuthPolicy.at_startup(credentials, local_tenant="local")
+    assert policy.keyless_open and policy.loopback_only
+    assert policy.keyless_caller(credentials) == Principal.operator(
+        "local", default_owner_id="default"
+    )
+    issued = credentials.create(tenant_id="local", owner_id="alice", role=CredentialRole.OWNER)
+    assert policy.keyless_caller(credentials) is None
+    assert not policy.keyless_open
+    credentials.revoke(issued.credential.key_id)
+    assert policy.keyless_caller(credentials) is None
+
+
+def test_a_closed_keyless_policy_stays_closed_with_only_startup_keys() -> None:
+    credentials, _ = service()
+    old = credentials.create(tenant_id="local", owner_id="alice", role=CredentialRole.OWNER)
+    credentials.revoke(old.credential.key_id)
+    policy = AuthPolicy.at_startup(credentials, local_tenant="local")
+    assert policy.keyless_caller(credentials) is not None  # a revoked startup key is no key
+    policy.close_keyless()
+    assert not policy.keyless_open
+    assert policy.keyless_caller(credentials) is None
+
+
+def test_a_keyed_or_remote_start_is_never_keyless() -> None:
+    credentials, _ = service()
+    assert not AuthPolicy.at_startup(credentials, local_tenant=None).keyless_open
+    credentials.create(tenant_id="local", owner_id="alice", role=CredentialRole.OWNER)
+    keyed = AuthPolicy.at_startup(credentials, local_tenant="local")
+    assert not keyed.keyless_open and not keyed.loopback_only
+    assert keyed.keyless_caller(credentials) is None
