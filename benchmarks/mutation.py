@@ -237,6 +237,8 @@ class _Mutator(ast.NodeTransformer):
             return node
         replacements = ("True", "False") if self._returns_bool else ("None",)
         for text in replacements:
+            if isinstance(node.value, ast.Constant) and repr(node.value.value) == text:
+                continue  # the same value again is no mutation
             if self._site(node, f"return {text}"):
                 return ast.Return(value=ast.Constant(ast.literal_eval(text)))
         return node

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from prme.backends.clock import ManualClock
@@ -17,7 +18,7 @@ from prme.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from prme.http.auth import AuthPolicy, bearer_token
+from prme.http.auth import AuthPolicy, bearer_token, require_loopback_request
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
 
@@ -170,3 +171,36 @@ def test_a_keyed_or_remote_start_is_never_keyless() -> None:
     keyed = AuthPolicy.at_startup(credentials, local_tenant="local")
     assert not keyed.keyless_open and not keyed.loopback_only
     assert keyed.keyless_caller(credentials) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("127.0.0.1:8765", None),
+        ("localhost", "http://localhost:3000"),
+        ("[::1]:8765", "https://127.0.0.1"),
+    ],
+)
+def test_loopback_hosts_and_origins_pass(host: str, origin: str | None) -> None:
+    headers = {"host": host} | ({"origin": origin} if origin else {})
+    require_loopback_request(Headers(headers))
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("evil.example:8765", None),
+        ("127.0.0.1:notaport", None),
+        ("127.0.0.1:99999", None),
+        ("", None),
+        ("127.0.0.1:8765", "http://evil.example"),
+        ("127.0.0.1:8765", "http://127.0.0.1:99999"),
+        ("127.0.0.1:8765", "http://127.0.0.1:notaport"),
+        ("127.0.0.1:8765", "file://127.0.0.1"),
+        ("127.0.0.1:8765", "null"),
+    ],
+)
+def test_other_or_malformed_hosts_and_origins_are_refused(host: str, origin: str | None) -> None:
+    headers = {"host": host} | ({"origin": origin} if origin else {})
+    with pytest.raises(PermissionDeniedError):
+        require_loopback_request(Headers(headers))
