@@ -18,7 +18,12 @@ from prme.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from prme.http.auth import AuthPolicy, bearer_token, require_loopback_request
+from prme.http.auth import (
+    AuthPolicy,
+    authenticate,
+    bearer_token,
+    require_loopback_request,
+)
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
 
@@ -204,3 +209,15 @@ def test_other_or_malformed_hosts_and_origins_are_refused(host: str, origin: str
     headers = {"host": host} | ({"origin": origin} if origin else {})
     with pytest.raises(PermissionDeniedError):
         require_loopback_request(Headers(headers))
+
+
+def test_authenticate_applies_the_loopback_rule_itself() -> None:
+    """authenticate is the one function every surface calls: the rule holds even where the
+    middleware is not installed."""
+    credentials, _ = service()
+    policy = AuthPolicy.at_startup(credentials, local_tenant="local")
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [(b"host", b"evil.example")]}
+    with pytest.raises(PermissionDeniedError):
+        authenticate(Request(scope), credentials, policy)
+    scope["headers"] = [(b"host", b"127.0.0.1:8765")]
+    assert authenticate(Request(scope), credentials, policy).tenant_id == "local"
