@@ -113,6 +113,14 @@ class PayloadTooLargeError(PrmeError):
     default_detail = "Content too large"
 
 
+class JournalIntegrityError(PrmeError):
+    """A stored journal record fails its checksum or is not where it claims to be (HTTP 500).
+
+    The store was altered or corrupted below the API; the record is refused, never served."""
+
+    default_detail = "A stored record failed its integrity check"
+
+
 class StorageUnavailableError(PrmeError):
     """A dependency failed before anything was committed (HTTP 503 without `accepted`)."""
 
@@ -212,6 +220,7 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (NotFoundError, 404),
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
+    (JournalIntegrityError, 500),
     (StorageUnavailableError, 503),
     # A server-side fault that retrying will not fix: 500, not 503 (no retry invitation) and
     # not 404/409/410 (the record exists and the caller did nothing wrong).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prme.engine.deps import EngineDeps
+from prme.engine.journal import read_journal
 from prme.errors import CorruptRecordError, NotFoundError
 from prme.model.enums import ProcessingStatus, WorkFamily, WorkStatus
 from prme.model.records import Event, JournalRecord, MemoryNode, OwnerKey, WorkItem
@@ -55,9 +56,9 @@ def get_processing_status(
 
 
 def get_receipt_record(deps: EngineDeps, owner: OwnerKey, request_id: str) -> JournalRecord:
-    """The journaled receipt of a retrieval, checksum verified (its checksum binds records)."""
-    record = deps.ledger.get_journal(owner, request_id)
-    if record is None or record.operation != RECEIPT_OPERATION or not record.verify():
+    """The journaled receipt of a retrieval; a tampered one raises JournalIntegrityError."""
+    record = read_journal(deps, owner, request_id)
+    if record is None or record.operation != RECEIPT_OPERATION:
         raise NotFoundError("Retrieval receipt not found")
     return record
 

@@ -98,8 +98,18 @@ class MemoryNode(BaseModel):
         return self.expires_at is not None and self.expires_at <= at
 
 
+# What a journal checksum covers. 1: operation, subject and payload (records written before
+# issue 15 keep verifying). 2: every field but the checksum, so a record moved to another id,
+# owner or time, or two records whose contents were swapped, fail as well.
+LEGACY_JOURNAL_CHECKSUM = 1
+JOURNAL_CHECKSUM_VERSION = 2
+
+
 class JournalRecord(BaseModel):
-    """An append-only, checksummed account of one mutating operation."""
+    """An append-only, checksummed account of one mutating operation.
+
+    The checksum is a plain digest, not a signature: it detects corruption and edits made
+    without recomputing it, not a writer with access to the store who recomputes it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -111,6 +121,7 @@ class JournalRecord(BaseModel):
     created_at: AwareDatetime
     payload: dict[str, Any]
     checksum: str
+    checksum_version: int = LEGACY_JOURNAL_CHECKSUM
 
     @classmethod
     def build(
@@ -123,7 +134,7 @@ class JournalRecord(BaseModel):
         created_at: datetime,
         payload: dict[str, Any],
     ) -> JournalRecord:
-        return cls(
+        unsigned = cls(
             id=record_id,
             tenant_id=owner.tenant_id,
             owner_id=owner.owner_id,
@@ -131,16 +142,27 @@ class JournalRecord(BaseModel):
             subject_id=subject_id,
             created_at=created_at,
             payload=payload,
-            checksum=checksum(
-                {"operation": operation, "subject_id": subject_id, "payload": payload}
-            ),
+            checksum="",
+            checksum_version=JOURNAL_CHECKSUM_VERSION,
         )
+        return unsigned.model_copy(update={"checksum": unsigned.expected_checksum()})
+
+    def expected_checksum(self) -> str | None:
+        """The checksum this record's content calls for; None for an unknown version."""
+        if self.checksum_version == LEGACY_JOURNAL_CHECKSUM:
+            return checksum(
+                {
+                    "operation": self.operation,
+                    "subject_id": self.subject_id,
+                    "payload": self.payload,
+                }
+            )
+        if self.checksum_version == JOURNAL_CHECKSUM_VERSION:
+            return checksum(self.model_dump(mode="json", exclude={"checksum"}))
+        return None
 
     def verify(self) -> bool:
-        expected = checksum(
-            {"operation": self.operation, "subject_id": self.subject_id, "payload": self.payload}
-        )
-        return expected == self.checksum
+        return self.expected_checksum() == self.checksum
 
 
 class WorkItem(BaseModel):

@@ -724,12 +724,17 @@ class DynamoDbLedger:
             },
             ConsistentRead=True,
         )
-        records = load_journal_page(owner, map(_stored, items))
-        return [
-            r
-            for r in records
-            if r.id.startswith(id_prefix) and (after_id is None or r.id > after_id)
+        # Filtered and ordered by key, as the embedded ledger does: a body is never trusted
+        # for its own position, so a record swapped under another key stays visible to the
+        # engine's order check instead of being dropped here. An unreadable body keeps its
+        # place as a stand-in that never verifies (load_journal_page).
+        cursor = f"JOURNAL#{_part(after_id)}" if after_id is not None else None
+        in_page = [
+            item
+            for item in items
+            if item[SK]["S"].startswith(prefix) and (cursor is None or item[SK]["S"] > cursor)
         ][:limit]
+        return load_journal_page(owner, map(_stored, in_page))
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         items = self._query_prefix(_pk_of(owner), "NODE#")
