@@ -171,6 +171,11 @@ class CredentialStore(Protocol):
 
     def list_credentials(self, tenant_id: str | None) -> list[Credential]: ...
 
+    def count_credentials(self) -> int:
+        """Every stored key record of every tenant, readable or not (listings skip the
+        unreadable ones; a decision that must fail closed counts them here)."""
+        ...
+
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None: ...
 
 

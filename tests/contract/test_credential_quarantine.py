@@ -95,3 +95,17 @@ def test_a_damaged_key_fails_only_itself(keys: Keys, caplog: pytest.LogCaptureFi
     with pytest.raises(CorruptRecordError):
         keys.credentials.revoke(damaged.credential.key_id)
     assert MARKER not in caplog.text
+
+
+def test_a_damaged_only_key_keeps_keyless_access_closed(keys: Keys) -> None:
+    """An unreadable key record may be an active key: startup must not open keyless mode."""
+    only = keys.credentials.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER)
+    keys.damage(only.credential.key_id, only.credential.key_hash)
+
+    assert keys.credentials.any_unreadable() or keys.credentials.any_active()
+    assert not AuthPolicy.at_startup(keys.credentials, local_tenant="local").loopback_only
+
+
+def test_no_key_at_all_still_opens_keyless_access(keys: Keys) -> None:
+    assert not keys.credentials.any_unreadable()
+    assert AuthPolicy.at_startup(keys.credentials, local_tenant="local").loopback_only

@@ -76,6 +76,10 @@ class CredentialService:
     def any_active(self) -> bool:
         return any(c.active for c in self._store.list_credentials(None))
 
+    def any_unreadable(self) -> bool:
+        """Whether a stored key record could not be read (listings leave it out)."""
+        return self._store.count_credentials() > len(self._store.list_credentials(None))
+
     def revoke(self, key_id: str) -> Credential:
         revoked = self._store.revoke_credential(key_id, self._clock.now())
         if revoked is None:

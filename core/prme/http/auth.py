@@ -38,7 +38,12 @@ class AuthPolicy:
     def at_startup(cls, credentials: CredentialService, *, local_tenant: str | None) -> AuthPolicy:
         """Keyless for `local_tenant` only if the caller allows it and no active key exists now."""
         existing = credentials.list()
-        if local_tenant is None or any(key.active for key in existing):
+        # An unreadable key record may be an active key: keyless access fails closed.
+        if (
+            local_tenant is None
+            or any(key.active for key in existing)
+            or credentials.any_unreadable()
+        ):
             return cls()
         policy = cls(open_tenant=local_tenant)
         policy._keys_at_startup = frozenset(key.key_id for key in existing)

@@ -815,6 +815,19 @@ class DynamoDbLedger:
         credentials = load_readable(Credential, "credential", map(_stored, items))
         return sorted(credentials, key=lambda c: (c.created_at, c.key_id))
 
+    def count_credentials(self) -> int:
+        return sum(
+            int(page.get("Count", 0))
+            for page in self._pages(
+                "scan",
+                FilterExpression="#kind = :kind",
+                ExpressionAttributeNames={"#kind": "kind"},
+                ExpressionAttributeValues={":kind": {"S": "credential_ref"}},
+                Select="COUNT",
+                ConsistentRead=True,
+            )
+        )
+
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
         ref = self._get(self._id_key(key_id))
         if ref is None:

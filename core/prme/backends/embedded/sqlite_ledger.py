@@ -533,6 +533,10 @@ class SqliteLedger:
         # One damaged key row must not stop `prme keys`, startup or every other key.
         return load_readable(Credential, "credential", rows)
 
+    def count_credentials(self) -> int:
+        rows = self._query("SELECT COUNT(*) FROM credentials")
+        return int(rows[0][0])
+
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
         with self._transaction() as tx:
             row = tx.execute("SELECT body FROM credentials WHERE key_id=?", (key_id,)).fetchone()

@@ -273,6 +273,9 @@ class InMemoryCredentialStore:
             key=lambda c: (c.created_at, c.key_id),
         )
 
+    def count_credentials(self) -> int:
+        return len(self._by_id)
+
     def revoke_credential(self, key_id: str, at: datetime) -> Credential | None:
         credential = self._by_id.get(key_id)
         if credential is None:
