@@ -19,7 +19,7 @@ from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.materialize import ProcessingReport
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.engine.store import StoreResult
-from prme.errors import InvalidRequestError
+from prme.errors import InvalidRequestError, require_input_policy
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope
@@ -32,7 +32,6 @@ from prme.model.feedback import (
     RelevanceRecord,
     ReplayReport,
 )
-from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.quantities import (
     QuantityAggregation,
@@ -66,18 +65,9 @@ _Input = TypeVar(
 )
 
 
-def _policy_checked(value: Any, *, where: str) -> None:
-    """The input policy every surface applies (finite numbers, valid text, bounded depth)."""
-    try:
-        check_json_value(value, max_depth=MAX_BODY_DEPTH)
-    except InputPolicyError as exc:
-        raise InvalidRequestError.from_policy(exc, prefix=(where,) if where else ()) from None
-
-
 def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
-    given = {k: v for k, v in fields.items() if v is not UNSET}
     try:
-        return model.model_validate(given)
+        return model.model_validate({k: v for k, v in fields.items() if v is not UNSET})
     except ValidationError as exc:
         raise InvalidRequestError.from_validation(exc) from None
 
@@ -389,7 +379,7 @@ class MemoryClient:
         self, request_id: str, arguments: dict[str, Any], *, user_id: str | None = None
     ) -> ToolArgumentResolution:
         """Swap visible presentation values for their lookups, as saved with that retrieval."""
-        _policy_checked(arguments, where="arguments")
+        require_input_policy(arguments, where="arguments")
         return self._engine.resolve_tool_arguments(self._owner(user_id), request_id, arguments)
 
     # -- alias proposals and reviews --

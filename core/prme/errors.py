@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from prme.model.input_policy import InputPolicyError, excerpt
+from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value, excerpt
 
 # A 422 names at most this many problems; each message is quoted at most this long.
 MAX_REPORTED_ERRORS = 20
@@ -51,6 +51,16 @@ class InvalidRequestError(PrmeError):
         """An input-policy violation (`prme.model.input_policy`), located within the input."""
         loc = (*prefix, *(safe_location_part(part) for part in error.path))
         return cls(f"{'.'.join(map(str, loc))}: {error.message}", field=loc)
+
+
+def require_input_policy(value: Any, *, where: str) -> None:
+    """The input policy (`prme.model.input_policy`) on free-form JSON that reached an edge
+    without the HTTP body check (MCP tool arguments, `MemoryClient` arguments): a violation
+    is the same 422 as anywhere else."""
+    try:
+        check_json_value(value, max_depth=MAX_BODY_DEPTH)
+    except InputPolicyError as exc:
+        raise InvalidRequestError.from_policy(exc, prefix=(where,)) from None
 
 
 def safe_location_part(part: str | int) -> str | int:

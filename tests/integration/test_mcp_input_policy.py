@@ -1,5 +1,5 @@
 """MCP tool arguments pass the same input policy as HTTP bodies, on stdio too, where no HTTP
-middleware has looked at them."""
+middleware has looked at them; so do MemoryClient's free-form arguments."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ import pytest
 from mcp_types import CallToolResult
 
 from prme.backends.embedded.service import open_embedded
+from prme.client import MemoryClient
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.identity import Principal
+from prme.errors import InvalidRequestError
 from prme.mcp.server import build_mcp_server
 from prme.model.records import OwnerKey
+from prme.settings import Settings
 
 REQUEST_ID = "6f1c3c1e-8a51-4f6e-9a43-3f1b2f0c9d11"
 
@@ -66,3 +69,15 @@ def test_hostile_tool_arguments_are_invalid_requests(
         )
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("arguments", [{"n": math.nan}, {"s": "x\ud800"}, deep(60)])
+def test_client_tool_arguments_pass_the_policy_before_any_lookup(
+    tmp_path: Path, arguments: dict[str, Any]
+) -> None:
+    """Refused as invalid (422) before the unknown retrieval id could answer not found."""
+    with (
+        MemoryClient(tmp_path / "memory", settings=Settings(embedder="hashing")) as memory,
+        pytest.raises(InvalidRequestError),
+    ):
+        memory.resolve_tool_arguments(REQUEST_ID, arguments)

@@ -29,6 +29,7 @@ from prme.errors import (
     InvalidRequestError,
     PrmeError,
     public_body,
+    require_input_policy,
     status_for,
     validation_details,
 )
@@ -36,7 +37,6 @@ from prme.http.schemas import EventResponse, NodeResponse
 from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.enums import NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
-from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import OwnerKey
@@ -111,9 +111,8 @@ class PrmeMcpServer(MCPServer):
     ) -> CallToolResult | InputRequiredResult:
         try:
             # The same input policy as HTTP bodies; on stdio nothing else has checked them.
-            check_json_value(arguments, max_depth=MAX_BODY_DEPTH)
-        except InputPolicyError as exc:
-            error = InvalidRequestError.from_policy(exc, prefix=("arguments",))
+            require_input_policy(arguments, where="arguments")
+        except InvalidRequestError as error:
             return _error_result("invalid_request", 422, public_body(error))
         try:
             return await super().call_tool(name, arguments, context)
