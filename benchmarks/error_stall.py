@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import json
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,17 +29,10 @@ from typing import Any
 
 import httpx
 
+from tests.integration.test_cli import free_port
+from tests.integration.test_keyless_mode import MCP_INITIALIZE
+
 STACK_DEPTH = 200
-MCP_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"},
-    },
-}
 
 
 def serve(port: int, data_dir: Path) -> None:
@@ -81,13 +73,6 @@ def serve(port: int, data_dir: Path) -> None:
         uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
     finally:
         listener.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 PROBE_TIMEOUT_S = 5.0
