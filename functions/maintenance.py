@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.runtime import backend, logger, metrics, settings, tracer
+from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.engine.aliases import AliasScanBudget
 
 # The alias scan may compare names for this share of the time left after the other
@@ -22,10 +22,13 @@ ALIAS_SCAN_TIME_SHARE = 0.5
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     engine = backend().engine
-    archived = engine.archive_expired()
-    swept = engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
-    scan_ms = int(context.get_remaining_time_in_millis() * ALIAS_SCAN_TIME_SHARE)
-    aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
+    # Like every other entry point: a hung table or queue fails the pass in time instead of
+    # Lambda stopping it mid-write.
+    with invocation_deadline(context):
+        archived = engine.archive_expired()
+        swept = engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
+        scan_ms = int(context.get_remaining_time_in_millis() * ALIAS_SCAN_TIME_SHARE)
+        aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept)
     metrics.add_metric(

@@ -256,3 +256,19 @@ def test_api_handler_answers_503_on_a_hung_dynamodb_in_time(
     assert status == 503
     assert "accepted" not in body
     assert elapsed < BUDGET_S + ALLOWANCE_S
+
+
+# The pass fails before it adds a metric, so Powertools warns that it has none to publish.
+@pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+def test_maintenance_on_a_hung_dynamodb_fails_in_time(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungPort
+) -> None:
+    from functions import maintenance
+
+    _rebuild_handler_with(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB=hung.url)
+
+    started = time.monotonic()
+    with pytest.raises(StorageUnavailableError):
+        maintenance.handler({}, ShortLambdaContext())
+
+    assert time.monotonic() - started < BUDGET_S + ALLOWANCE_S
