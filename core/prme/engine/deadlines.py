@@ -39,11 +39,6 @@ class Deadline:
 _current: ContextVar[Deadline | None] = ContextVar("prme_deadline", default=None)
 
 
-def current_deadline() -> Deadline | None:
-    """The deadline of the request running in this context; None outside any request."""
-    return _current.get()
-
-
 def remaining_seconds() -> float | None:
     """What is left of the current deadline; None when there is none (CLI, tests, bootstrap)."""
     deadline = _current.get()
