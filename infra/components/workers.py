@@ -1,4 +1,4 @@
-"""The four Lambda functions, their triggers, and each one's least-privilege grants."""
+"""The five Lambda functions, their triggers, and each one's least-privilege grants."""
 
 from __future__ import annotations
 
@@ -19,16 +19,11 @@ from infra.components.storage import Storage
 from infra.config import DeploymentConfig
 from prme.settings import Settings
 
-SQS_BATCH_SIZE = 10
-
-
-def _consumer_timeout(visibility_timeout_s: int) -> Duration:
-    # SQS needs visibility >= function timeout; half leaves room for a retry inside one lease.
-    return Duration.seconds(visibility_timeout_s // 2)
-
 
 class Workers(Construct):
-    """`api`, `materializer`, `ingest` (the bulk-ingest consumer) and `maintenance`."""
+    """`api`, `materializer`, `extractor`, `ingest` (the bulk-ingest consumer) and
+    `maintenance`. Each queue consumer takes its timeout and batch size from its queue's spec
+    (whose visibility timeout follows from that timeout) and reads one queue only."""
 
     def __init__(
         self,
@@ -75,8 +70,17 @@ class Workers(Construct):
                 "materializer",
                 "functions.materializer.handler",
                 1024,
-                _consumer_timeout(materialize.spec.visibility_timeout_s),
+                Duration.seconds(materialize.spec.consumer_timeout_s),
                 concurrency["materializer"],
+            )
+        )
+        self.extractor = factory.build(
+            FunctionSpec(
+                "extractor",
+                "functions.extractor.handler",
+                1024,
+                Duration.seconds(extract.spec.consumer_timeout_s),
+                concurrency["extractor"],
             )
         )
         self.ingest = factory.build(
@@ -84,7 +88,7 @@ class Workers(Construct):
                 "ingest",
                 "functions.ingest_consumer.handler",
                 1024,
-                _consumer_timeout(ingest.spec.visibility_timeout_s),
+                Duration.seconds(ingest.spec.consumer_timeout_s),
                 concurrency["ingest"],
             )
         )
@@ -100,19 +104,19 @@ class Workers(Construct):
         self.functions = {
             "api": self.api,
             "materializer": self.materializer,
+            "extractor": self.extractor,
             "ingest": self.ingest,
             "maintenance": self.maintenance,
         }
 
-        consumers = (
-            (self.materializer, materialize),
-            (self.materializer, extract),
-            (self.ingest, ingest),
-        )
-        for function, queue in consumers:
-            function.add_event_source(
+        consumers = {"materializer": materialize, "extractor": extract, "ingest": ingest}
+        for name, queue in consumers.items():
+            self.functions[name].add_event_source(
                 sources.SqsEventSource(
-                    queue.queue, batch_size=SQS_BATCH_SIZE, report_batch_item_failures=True
+                    queue.queue,
+                    batch_size=queue.spec.batch_size,
+                    report_batch_item_failures=True,
+                    max_concurrency=config.max_concurrency[name],
                 )
             )
         events.Rule(
@@ -131,10 +135,15 @@ class Workers(Construct):
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
-        # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
+        # materializer: embeds and indexes; the backend resolves both work queues when it starts.
         extract.queue.grant_send_messages(self.materializer)
         self._grant_search(self.materializer)
-        self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
+        self._grant_models(self.materializer, config.embedding_model_id)
+        # extractor: extracts with the Converse model, embeds and indexes what it found; the
+        # backend resolves both work queues when it starts.
+        materialize.queue.grant_send_messages(self.extractor)
+        self._grant_search(self.extractor)
+        self._grant_models(self.extractor, config.embedding_model_id, config.extraction_model_id)
         # ingest: commits fast-ingest batches and announces their materialization; the
         # backend resolves both work queues when it starts.
         for queue in (materialize, extract):
