@@ -364,6 +364,16 @@ def test_cdk_json_repeats_the_context_defaults() -> None:
     assert cdk_json["context"] == CONTEXT_DEFAULTS
 
 
+def test_deployment_guide_lists_every_context_parameter_with_its_default() -> None:
+    from infra.config import CONTEXT_DEFAULTS, REPO_ROOT
+
+    guide = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    rows = dict(re.findall(r"^\| `(prme:\w+)` \| ([^|]*) \|", guide, flags=re.MULTILINE))
+    assert set(rows) == set(CONTEXT_DEFAULTS)
+    for key, default in CONTEXT_DEFAULTS.items():
+        assert rows[key].strip() == (f"`{default}`" if default != "" else "empty"), key
+
+
 def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
     """The deadline, not Lambda or API Gateway, must end a slow request: the api function's
     timeout covers the request budget plus the margin kept to answer, and stays within API
