@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import queue_specs
 from prme.engine.aliases import AliasScanBudget
+from prme.engine.materialize import SWEPT_FAMILIES
 from prme.model.enums import WorkFamily
 
 # The alias scan may compare names for this share of the time left after the other
@@ -24,10 +25,8 @@ def overdue_seconds() -> dict[WorkFamily, int]:
     queue may still be delivering it (a message being retried is not lost)."""
     specs = queue_specs(settings().queue_prefix)
     floor = settings().work_overdue_seconds
-    return {
-        "materialize": max(floor, specs["materialize"].delivery_span_s),
-        "extract": max(floor, specs["extract"].delivery_span_s),
-    }
+    # Each swept family has the queue of the same name.
+    return {family: max(floor, specs[family].delivery_span_s) for family in SWEPT_FAMILIES}
 
 
 @logger.inject_lambda_context

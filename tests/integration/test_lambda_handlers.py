@@ -184,6 +184,7 @@ def test_maintenance_announces_overdue_work_of_every_kind_once_its_queue_gave_up
 ) -> None:
     from functions import maintenance, runtime
     from prme.backends.aws.resources import queue_specs
+    from prme.engine.materialize import MAX_SWEEPS, SWEEPS_EXHAUSTED
     from prme.model.inputs import IngestInput
 
     specs = queue_specs(deployed.names.queue_prefix)
@@ -207,6 +208,18 @@ def test_maintenance_announces_overdue_work_of_every_kind_once_its_queue_gave_up
     assert result["overdue_failed"] == 0
     assert _received_refs(deployed, "materialize") == [WorkRef.of(materialize)]
     assert _received_refs(deployed, "extract") == [WorkRef.of(extract)]
+    # When it has been announced as often as the sweeper allows and is overdue again
+    [extract] = engine.get_extraction_status(ALICE, lost.event_id)[1]
+    assert extract.sweeps == 1
+    _untouched_for(
+        extract.model_copy(update={"sweeps": MAX_SWEEPS}), specs["extract"].delivery_span_s + 1
+    )
+    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    # Then it is failed with its reason, and nothing is announced
+    assert (result["overdue_announced"], result["overdue_failed"]) == (0, 1)
+    status, [failed] = engine.get_extraction_status(ALICE, lost.event_id)
+    assert status is ProcessingStatus.FAILED
+    assert failed.last_error == SWEEPS_EXHAUSTED
 
 
 def test_maintenance_proposes_aliases_for_new_entities(deployed: Deployed) -> None:
