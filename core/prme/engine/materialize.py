@@ -505,9 +505,8 @@ def sweep_overdue_work(
     for family in SWEPT_FAMILIES:
         seconds = overdue_seconds if isinstance(overdue_seconds, int) else overdue_seconds[family]
         cutoff = now - timedelta(seconds=seconds)
-        for item in deps.ledger.list_pending_work(None, limit, family=family):
-            if item.updated_at > cutoff:
-                continue
+        listed = deps.ledger.list_pending_work(None, limit, family=family)
+        for item in _still_overdue(deps, [w for w in listed if w.updated_at <= cutoff], cutoff):
             if item.sweeps >= MAX_SWEEPS:
                 failed = item.model_copy(
                     update={
@@ -525,6 +524,27 @@ def sweep_overdue_work(
     if announce:
         deps.queue.enqueue(announce)
     return SweepReport(announced=len(announce), failed=len(failures), failures=tuple(failures))
+
+
+def _still_overdue(
+    deps: EngineDeps, candidates: Sequence[WorkItem], cutoff: datetime
+) -> list[WorkItem]:
+    """The candidates as the ledger holds them now, those still pending and untouched.
+
+    A listing of pending work may lag (DynamoDB's GSIs are eventually consistent): an item a
+    worker has just finished must not be saved back as pending. Overdue work is rare, so one
+    consistent read per source is cheap."""
+    current: list[WorkItem] = []
+    for item in candidates:
+        owner = _owner_key(item.tenant_id, item.owner_id)
+        for stored in deps.ledger.list_event_work(owner, item.event_id):
+            if (
+                stored.id == item.id
+                and stored.status is WorkStatus.PENDING
+                and stored.updated_at <= cutoff
+            ):
+                current.append(stored)
+    return current
 
 
 def process_pending_work(
