@@ -1,13 +1,19 @@
-"""Sweeper and extraction rules that guard against stale reads: finished work stays finished."""
+"""Sweeper and extraction rules: finished work stays finished, and a sweep cut short has
+announced what it counted (but its last batch)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
 from typing import Any
+
+import pytest
 
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
+from prme.errors import StorageUnavailableError
 from prme.model.enums import ProcessingStatus, WorkStatus
-from prme.model.inputs import IngestInput
+from prme.model.inputs import IngestInput, StoreInput
 from prme.model.records import OwnerKey, WorkItem
 from tests.conftest import ALICE, Harness, memory_harness
 from tests.contract.test_backend_contract import SwitchableIndex
@@ -68,3 +74,32 @@ def test_an_extraction_already_committed_closes_its_work_item_when_seen_again() 
     h.clock.advance(seconds=30)
     assert h.engine.process_extractions(ALICE).processed == 1
     assert h.engine.get_extraction_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED
+
+
+class QueueDownAfterOneSend:
+    def __init__(self) -> None:
+        self.sent: list[WorkItem] = []
+
+    def enqueue(self, items: Sequence[WorkItem]) -> None:
+        if self.sent:
+            raise StorageUnavailableError("queue unavailable")
+        self.sent.extend(items)
+
+
+def test_a_sweep_cut_short_has_announced_what_it_counted_but_the_last_batch() -> None:
+    h = memory_harness()
+    switch = SwitchableIndex(h.index)
+    switch.down = True
+    queue = QueueDownAfterOneSend()
+    deps = {**h.engine.deps.__dict__, "index": switch, "queue": queue}
+    engine = MemoryEngine(EngineDeps(**deps))
+    for i in range(12):
+        with contextlib.suppress(StorageUnavailableError):
+            engine.store(ALICE, StoreInput(content=f"record {i}"))
+    queue.sent.clear()
+    h.clock.advance(seconds=3600)
+    with pytest.raises(StorageUnavailableError):
+        engine.sweep_overdue(overdue_seconds=60)
+    assert len(queue.sent) == 10
+    counted = [w for w in h.ledger.list_pending_work(ALICE, 100) if w.sweeps]
+    assert len(counted) == 12

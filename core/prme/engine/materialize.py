@@ -476,6 +476,8 @@ SWEPT_FAMILIES: tuple[WorkFamily, ...] = ("materialize", "extract")
 MAX_SWEEPS = 3
 # The reason an item failed by the sweeper shows (its last failure, if any, is logged).
 SWEEPS_EXHAUSTED = "overdue_after_retries"
+# Items saved and announced together (SQS sends up to ten messages in one call).
+_SWEEP_BATCH = 10
 
 
 @dataclass(frozen=True)
@@ -498,32 +500,38 @@ def sweep_overdue_work(
     messages), at most MAX_SWEEPS times; an item overdue after that is failed with its reason.
 
     Each announcement is saved (count and time) before it is sent: a worker that finishes
-    the item meanwhile is not overwritten later, and a send that fails still counts."""
+    the item meanwhile is not overwritten later, and a send that fails still counts. Items
+    are saved and sent a queue batch at a time, so a pass cut short (its deadline, an
+    outage) leaves at most one batch counted but not announced."""
     now = deps.clock.now()
-    announce: list[WorkItem] = []
+    announced = 0
     failures: list[tuple[WorkItem, str | None]] = []
     for family in SWEPT_FAMILIES:
         seconds = overdue_seconds if isinstance(overdue_seconds, int) else overdue_seconds[family]
         cutoff = now - timedelta(seconds=seconds)
         listed = deps.ledger.list_pending_work(None, limit, family=family)
-        for item in _still_overdue(deps, [w for w in listed if w.updated_at <= cutoff], cutoff):
-            if item.sweeps >= MAX_SWEEPS:
-                failed = item.model_copy(
-                    update={
-                        "status": WorkStatus.FAILED,
-                        "last_error": SWEEPS_EXHAUSTED,
-                        "updated_at": now,
-                    }
-                )
-                deps.ledger.save_work(failed)
-                failures.append((failed, item.last_error))
-                continue
-            swept = item.model_copy(update={"sweeps": item.sweeps + 1, "updated_at": now})
-            deps.ledger.save_work(swept)
-            announce.append(swept)
-    if announce:
-        deps.queue.enqueue(announce)
-    return SweepReport(announced=len(announce), failed=len(failures), failures=tuple(failures))
+        overdue = [w for w in listed if w.updated_at <= cutoff]
+        for start in range(0, len(overdue), _SWEEP_BATCH):
+            announce: list[WorkItem] = []
+            for item in _still_overdue(deps, overdue[start : start + _SWEEP_BATCH], cutoff):
+                if item.sweeps >= MAX_SWEEPS:
+                    failed = item.model_copy(
+                        update={
+                            "status": WorkStatus.FAILED,
+                            "last_error": SWEEPS_EXHAUSTED,
+                            "updated_at": now,
+                        }
+                    )
+                    deps.ledger.save_work(failed)
+                    failures.append((failed, item.last_error))
+                    continue
+                swept = item.model_copy(update={"sweeps": item.sweeps + 1, "updated_at": now})
+                deps.ledger.save_work(swept)
+                announce.append(swept)
+            if announce:
+                deps.queue.enqueue(announce)
+                announced += len(announce)
+    return SweepReport(announced=announced, failed=len(failures), failures=tuple(failures))
 
 
 def _still_overdue(
