@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack_template import REPO_ROOT, StackTemplate
+from tests.stack_template import REPO_ROOT, StackTemplate, iter_statements
 
 pytestmark = pytest.mark.slow  # the shared synth, then each tool takes 5-15 s
 
@@ -86,3 +86,69 @@ def test_checkov_fails_no_check_and_every_skip_has_its_reason(
     }
     unexplained = [skip for skip, reason in reasons.items() if reason.strip() in ("", _NO_COMMENT)]
     assert not unexplained, "checkov skips without a reason:\n" + "\n".join(unexplained)
+
+
+def _referenced_id(value: Any) -> str | None:
+    """The logical id a `Ref` or `Fn::GetAtt` names."""
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return str(value["Fn::GetAtt"][0])
+    return None
+
+
+# Invocations whose failure is neither lost nor silent without a function dead-letter queue.
+_DLQ_FREE_INVOCATIONS = {"api gateway", "sqs mapping", "schedule", "custom resource", "function"}
+
+
+def test_no_function_is_invoked_where_a_dead_letter_queue_would_catch_failures(
+    stack_template: StackTemplate,
+) -> None:
+    """The reason for skipping CKV_AWS_116 (checkov_skips.py), checked on the template."""
+    functions = stack_template.of_type("AWS::Lambda::Function")
+    invocations: dict[str, set[str]] = {logical_id: set() for logical_id in functions}
+
+    def invoked(target: Any, how: str) -> None:
+        logical_id = _referenced_id(target)
+        if logical_id in invocations:
+            invocations[logical_id].add(how)
+
+    for mapping in stack_template.of_type("AWS::Lambda::EventSourceMapping").values():
+        source = _referenced_id(mapping["Properties"]["EventSourceArn"])
+        is_queue = source is not None and stack_template.resources[source]["Type"].endswith(
+            "SQS::Queue"
+        )
+        invoked(mapping["Properties"]["FunctionName"], "sqs mapping" if is_queue else "stream")
+    for rule in stack_template.of_type("AWS::Events::Rule").values():
+        how = "schedule" if "ScheduleExpression" in rule["Properties"] else "event rule"
+        for target in rule["Properties"].get("Targets", []):
+            invoked(target["Arn"], how)
+    for permission in stack_template.of_type("AWS::Lambda::Permission").values():
+        principal = permission["Properties"]["Principal"]
+        # events.amazonaws.com comes with an Events rule, which is judged above.
+        if principal != "events.amazonaws.com":
+            how = "api gateway" if principal == "apigateway.amazonaws.com" else principal
+            invoked(permission["Properties"]["FunctionName"], how)
+    for resource in stack_template.resources.values():
+        if resource["Type"].startswith("Custom::") or resource["Type"].endswith("CustomResource"):
+            invoked(resource["Properties"]["ServiceToken"], "custom resource")
+    # CDK's custom-resource provider invokes its handler function synchronously.
+    for statement in iter_statements(stack_template.of_type("AWS::IAM::Policy")):
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        if "lambda:InvokeFunction" in actions:
+            targets = (
+                statement["Resource"]
+                if isinstance(statement["Resource"], list)
+                else [statement["Resource"]]
+            )
+            for target in targets:
+                invoked(target, "function")
+
+    wrong = {
+        logical_id: sorted(how) or ["nothing invokes it"]
+        for logical_id, how in invocations.items()
+        if not how or how - _DLQ_FREE_INVOCATIONS
+    }
+    assert not wrong, f"functions invoked in ways the CKV_AWS_116 skip does not cover: {wrong}"
