@@ -1,4 +1,4 @@
-"""The checkov findings this stack accepts, each written into the resource's Metadata with its reason.
+"""The checkov findings this stack accepts, each in the resource's Metadata with its reason.
 
 `skip` marks one resource. `SkipsByKind`, added once to the stack, marks every resource of a
 CloudFormation type for which the same reason holds, so resources added later are covered too.
@@ -77,17 +77,19 @@ SKIPS_BY_KIND: dict[str, tuple[KindSkip, ...]] = {
     "AWS::Logs::LogGroup": (
         KindSkip(
             "CKV_AWS_158",
-            "CloudWatch Logs encrypts every log group at rest with its own service keys; read "
-            "access is granted by IAM on the log group. A customer managed key would add a key "
-            "and a key policy admitting the logs service per deployment; not taken yet.",
+            "CloudWatch Logs encrypts every log group at rest with its own service keys and read "
+            "access is granted by IAM on the log group. A customer managed key (a separate say "
+            "over who can decrypt, for a key and a key policy admitting the logs service per "
+            "deployment) is not used yet.",
         ),
     ),
     "AWS::SQS::Queue": (
         KindSkip(
             "CKV_AWS_27",
             "Encrypted at rest with SQS-managed keys (SqsManagedSseEnabled is true in the "
-            "template); this check recognizes only KmsMasterKeyId. A KMS key would add a KMS "
-            "call per data-key refresh and key grants for every producer and consumer.",
+            "template); this check recognizes only KmsMasterKeyId. KMS encryption would add KMS "
+            "requests per data-key refresh and, with a customer managed key, key grants for "
+            "every producer and consumer.",
             _sqs_managed_encryption,
         ),
     ),

@@ -75,9 +75,10 @@ class Workers(Construct):
             skip(
                 self.api,
                 "CKV_AWS_115",
-                "The api is bounded by the HTTP API stage throttle (prme:apiRateLimit, "
-                "prme:apiBurstLimit); reserved concurrency (prme:apiReservedConcurrency) would cap "
-                "it below the account pool for no extra protection.",
+                "The api's load is bounded by the HTTP API stage throttle (prme:apiRateLimit, "
+                "prme:apiBurstLimit) and the workers are capped separately; reserving concurrency "
+                "for it is opt-in (prme:apiReservedConcurrency): low-quota accounts cannot "
+                "reserve any.",
             )
         self.materializer = factory.build(
             FunctionSpec(
