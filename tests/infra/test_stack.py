@@ -498,3 +498,11 @@ def test_context_that_cannot_work_is_refused(context: dict[str, Any], message: s
 
     with pytest.raises(ContextError, match=re.escape(message)):
         DeploymentConfig.from_context(cdk.App(context=context).node)
+
+
+def test_the_runbook_explains_every_alarm(synth: Synth) -> None:
+    from infra.config import REPO_ROOT
+
+    runbook = (REPO_ROOT / "docs" / "operations.md").read_text()
+    for spec in _alarm_specs(synth):
+        assert f"`{spec.namespace}` `{spec.metric}`" in runbook, spec.metric
