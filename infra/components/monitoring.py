@@ -10,14 +10,11 @@ from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_opensearchservice as opensearch
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from infra.components.alarm_topic import alarm_topic
 from infra.components.queues import Queues
 from infra.config import DeploymentConfig
 
@@ -40,22 +37,6 @@ FREE_STORAGE_FRACTION = 0.25
 # A t3.small.search earns 24 CPU credits an hour; under 10 left, the node is half an hour
 # of busy work from being held to its baseline CPU (searches slow down for everybody).
 CPU_CREDITS_LOW = 10
-# Spelled out instead of the default `kms:*` for the account: administration only.
-_KEY_ADMIN_ACTIONS = (
-    "kms:DescribeKey",
-    "kms:GetKeyPolicy",
-    "kms:PutKeyPolicy",
-    "kms:GetKeyRotationStatus",
-    "kms:EnableKeyRotation",
-    "kms:EnableKey",
-    "kms:DisableKey",
-    "kms:ListResourceTags",
-    "kms:TagResource",
-    "kms:UntagResource",
-    "kms:UpdateKeyDescription",
-    "kms:ScheduleKeyDeletion",
-    "kms:CancelKeyDeletion",
-)
 
 
 @dataclass(frozen=True)
@@ -79,7 +60,7 @@ class Monitoring(Construct):
         watched: Watched,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.topic = self._topic(config.alarm_email) if config.alarm_email else None
+        self.topic = alarm_topic(self, config.alarm_email) if config.alarm_email else None
         self.alarms: list[cloudwatch.Alarm] = []
         self._dashboard = cloudwatch.Dashboard(self, "Dashboard")
         self._api(config, watched.stage)
@@ -268,31 +249,3 @@ class Monitoring(Construct):
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
-
-    def _topic(self, email: str) -> sns.Topic:
-        # CloudWatch cannot publish to a topic under the AWS managed SNS key: it needs a
-        # customer managed key whose policy lets the alarm service use it.
-        key = kms.Key(
-            self,
-            "AlarmTopicKey",
-            enable_key_rotation=True,
-            policy=iam.PolicyDocument(
-                statements=[
-                    iam.PolicyStatement(
-                        sid="AccountAdministersTheKey",
-                        principals=[iam.AccountRootPrincipal()],
-                        actions=list(_KEY_ADMIN_ACTIONS),
-                        resources=["*"],  # in a key policy `*` means this key
-                    ),
-                    iam.PolicyStatement(
-                        sid="AlarmsPublishToTheTopic",
-                        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                        actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                        resources=["*"],
-                    ),
-                ]
-            ),
-        )
-        topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
-        topic.add_subscription(subscriptions.EmailSubscription(email))
-        return topic
