@@ -120,27 +120,19 @@ def _text(node: Node, key: str) -> str:
     return value
 
 
+def _whole_number(node: Node, key: str, minimum: int) -> int:
+    value = _raw(node, key)
+    try:
+        number = int(value)
+    except (TypeError, ValueError) as exc:
+        raise ContextError(f"context {key} must be a whole number, got {value!r}") from exc
+    if number < minimum:
+        raise ContextError(f"context {key} must be at least {minimum}, got {number}")
+    return number
+
+
 def _positive_int(node: Node, key: str) -> int:
-    value = _raw(node, key)
-    try:
-        number = int(value)
-    except (TypeError, ValueError) as exc:
-        raise ContextError(f"context {key} must be a whole number, got {value!r}") from exc
-    if number < 1:
-        raise ContextError(f"context {key} must be at least 1, got {number}")
-    return number
-
-
-def _count(node: Node, key: str) -> int:
-    """A whole number that may be 0."""
-    value = _raw(node, key)
-    try:
-        number = int(value)
-    except (TypeError, ValueError) as exc:
-        raise ContextError(f"context {key} must be a whole number, got {value!r}") from exc
-    if number < 0:
-        raise ContextError(f"context {key} must not be negative, got {number}")
-    return number
+    return _whole_number(node, key, 1)
 
 
 def _optional_text(node: Node, key: str) -> str | None:
@@ -190,7 +182,7 @@ class DeploymentConfig:
     def from_context(cls, node: Node) -> DeploymentConfig:
         asset = Path(_text(node, "prme:lambdaAsset"))
         count = _positive_int(node, "prme:searchInstanceCount")
-        replicas = _count(node, "prme:searchReplicas")
+        replicas = _whole_number(node, "prme:searchReplicas", 0)
         if replicas >= count:
             # A replica never shares a node with its primary: it would stay unassigned and
             # the cluster yellow for good.
