@@ -9,7 +9,7 @@ from constructs import Construct
 
 from infra.components.api import Api
 from infra.components.checkov_skips import SkipsByKind
-from infra.components.monitoring import Monitoring
+from infra.components.monitoring import Monitoring, Watched
 from infra.components.queues import Queues
 from infra.components.search import Search
 from infra.components.storage import Storage
@@ -28,7 +28,14 @@ class PrmeStack(Stack):
             self, "Workers", config=config, storage=storage, queues=queues, search=search
         )
         api = Api(self, "Api", config=config, function=workers.api)
-        Monitoring(self, "Monitoring", config=config, queues=queues, functions=workers.functions)
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            queues=queues,
+            functions=workers.functions,
+            watched=Watched(stage=api.stage, table=storage.table, domain=search.domain),
+        )
         Aspects.of(self).add(SkipsByKind())
 
         CfnOutput(self, "ApiUrl", value=api.url)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
@@ -51,7 +51,13 @@ class Settings(BaseSettings):
     queue_prefix: str = "prme-local"
     opensearch_url: str | None = None
     opensearch_index_alias: str = "prme-nodes"
-    opensearch_auth: Literal["none", "es", "aoss"] = "none"
+    # SigV4 for Amazon OpenSearch Service (`es`). OpenSearch Serverless is not supported:
+    # its vector collections refuse documents with a given `_id`, and the index adapter
+    # writes every document under its node id (idempotent upserts).
+    opensearch_auth: Literal["none", "es"] = "none"
+    # Replicas of every shard of the index created by bootstrap: 0 on a single node, 1 when
+    # the domain has data nodes to spare (the stack's production profile).
+    opensearch_replicas: int = Field(default=0, ge=0, le=5)
     # OpenSearch makes writes searchable at its next refresh (about 1 s). True makes each
     # store wait for visibility: read-your-writes at the cost of store latency.
     opensearch_refresh_on_write: bool = False
@@ -75,6 +81,17 @@ class Settings(BaseSettings):
     # A record's own vector: the mean of its sentences' vectors, or the whole text's
     # (EngineConfig.vector_segments); changing it needs a reindex.
     vector_segments: Literal["sentences", "whole"] = "sentences"
+
+    @field_validator("opensearch_auth", mode="before")
+    @classmethod
+    def _refuse_serverless(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == "aoss":
+            raise ValueError(
+                "OpenSearch Serverless (aoss) is not supported: its vector collections refuse "
+                "documents with a given _id, which every index write uses; use an OpenSearch "
+                "Service domain (es)"
+            )
+        return value
 
     @classmethod
     def env_name(cls, field: str) -> str:

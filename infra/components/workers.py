@@ -50,6 +50,7 @@ class Workers(Construct):
                 env("queue_prefix"): config.resource_prefix,
                 env("opensearch_url"): search.endpoint_url,
                 env("opensearch_index_alias"): config.search_index_alias,
+                env("opensearch_replicas"): str(config.search_replicas),
                 env("opensearch_auth"): "es",
                 env("embedder"): "bedrock",
                 env("bedrock_embedding_model_id"): config.embedding_model_id,

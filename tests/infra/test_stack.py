@@ -32,9 +32,7 @@ class Synth:
         return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
 
 
-@pytest.fixture(scope="session")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
-    root = tmp_path_factory.mktemp("infra")
+def _synthesize(root: Path, context: dict[str, Any]) -> Iterator[Synth]:
     asset = root / "asset"
     (asset / "functions").mkdir(parents=True)
     (asset / "functions" / "__init__.py").write_text("")
@@ -47,11 +45,29 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
         from infra.app import build_app
 
         app, stack = build_app(
-            {"prme:lambdaAsset": str(asset), "prme:alarmEmail": ALARM_EMAIL}, str(outdir)
+            {"prme:lambdaAsset": str(asset), "prme:alarmEmail": ALARM_EMAIL, **context},
+            str(outdir),
         )
         app.synth()  # raises when cdk-nag reports an unacknowledged finding
         template = Template.from_stack(stack)
         yield Synth(template, template.to_json()["Resources"], outdir)
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+    yield from _synthesize(tmp_path_factory.mktemp("infra"), {})
+
+
+# The production profile with one explicit override, which must win over the profile.
+PRODUCTION_VOLUME_GB = 200
+
+
+@pytest.fixture(scope="session")
+def production_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+    yield from _synthesize(
+        tmp_path_factory.mktemp("infra-production"),
+        {"prme:profile": "production", "prme:searchVolumeGb": PRODUCTION_VOLUME_GB},
+    )
 
 
 def _statements(node: Any) -> Iterator[dict[str, Any]]:
@@ -368,7 +384,8 @@ def test_deployment_guide_lists_every_context_parameter_with_its_default() -> No
     from infra.config import CONTEXT_DEFAULTS, REPO_ROOT
 
     guide = (REPO_ROOT / "docs" / "deployment.md").read_text()
-    rows = dict(re.findall(r"^\| `(prme:\w+)` \| ([^|]*) \|", guide, flags=re.MULTILINE))
+    # Rows of the three-column parameter table; the profile table's rows have four cells.
+    rows = dict(re.findall(r"^\| `(prme:\w+)` \| ([^|]*) \| [^|]* \|$", guide, flags=re.MULTILINE))
     assert set(rows) == set(CONTEXT_DEFAULTS)
     for key, default in CONTEXT_DEFAULTS.items():
         assert rows[key].strip() == (f"`{default}`" if default != "" else "empty"), key
@@ -389,3 +406,203 @@ def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
     )
     budget_ms = Settings.model_fields["request_budget_ms"].default
     assert budget_ms + LAMBDA_MARGIN_MS <= api["Timeout"] * 1000 <= 30_000
+
+
+# -- alarms beyond dead letters and function errors; profiles ---------------------------
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    namespace: str
+    metric: str
+    statistic: str
+    threshold: float
+    comparison: str
+    dimensions: dict[str, Any]
+    has_action: bool
+
+
+def _alarm_specs(synth: Synth) -> list[AlarmSpec]:
+    specs = []
+    for alarm in synth.of_type("AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        # A labelled metric is rendered as a one-element metric math list.
+        if "Metrics" in props:
+            stat = props["Metrics"][0]["MetricStat"]
+            metric, statistic = stat["Metric"], stat["Stat"]
+        else:
+            metric = props
+            statistic = props.get("Statistic") or props["ExtendedStatistic"]
+        specs.append(
+            AlarmSpec(
+                namespace=metric["Namespace"],
+                metric=metric["MetricName"],
+                statistic=statistic,
+                threshold=props["Threshold"],
+                comparison=props["ComparisonOperator"],
+                dimensions={d["Name"]: d["Value"] for d in metric.get("Dimensions", [])},
+                has_action=bool(props.get("AlarmActions")),
+            )
+        )
+    return specs
+
+
+def _only(specs: list[AlarmSpec], namespace: str, metric: str) -> list[AlarmSpec]:
+    found = [s for s in specs if s.namespace == namespace and s.metric == metric]
+    assert found, f"no alarm on {namespace} {metric}"
+    return found
+
+
+def _ref(value: Any) -> str:
+    return str(value["Ref"] if "Ref" in value else value["Fn::GetAtt"][0])
+
+
+def test_api_alarms_watch_5xx_and_p99_latency_of_the_stage(synth: Synth) -> None:
+    from infra.config import CONTEXT_DEFAULTS
+
+    specs = _alarm_specs(synth)
+    (api_id,) = synth.of_type("AWS::ApiGatewayV2::Api")
+    (errors,) = _only(specs, "AWS/ApiGateway", "5xx")
+    (latency,) = _only(specs, "AWS/ApiGateway", "Latency")
+    for alarm in (errors, latency):
+        assert _ref(alarm.dimensions["ApiId"]) == api_id
+        assert alarm.dimensions["Stage"] == "$default"
+        assert alarm.comparison == "GreaterThanThreshold"
+    assert (errors.statistic, errors.threshold) == (
+        "Sum",
+        CONTEXT_DEFAULTS["prme:alarmApiServerErrors"],
+    )
+    assert (latency.statistic, latency.threshold) == (
+        "p99",
+        CONTEXT_DEFAULTS["prme:alarmApiP99LatencyMs"],
+    )
+
+
+def test_every_work_queue_has_an_oldest_message_alarm(synth: Synth) -> None:
+    from infra.config import CONTEXT_DEFAULTS
+
+    work_queue_ids = {
+        logical_id
+        for logical_id, q in synth.of_type("AWS::SQS::Queue").items()
+        if not q["Properties"]["QueueName"].endswith("-dlq")
+    }
+    ages = _only(_alarm_specs(synth), "AWS/SQS", "ApproximateAgeOfOldestMessage")
+    assert {_ref(a.dimensions["QueueName"]) for a in ages} == work_queue_ids
+    for alarm in ages:
+        assert alarm.threshold == CONTEXT_DEFAULTS["prme:alarmQueueAgeSeconds"]
+        assert alarm.comparison == "GreaterThanThreshold"
+
+
+def test_search_domain_alarms_on_health_storage_memory_and_credits(synth: Synth) -> None:
+    from infra.components import monitoring
+
+    specs = _alarm_specs(synth)
+    (domain_id,) = synth.of_type("AWS::OpenSearchService::Domain")
+    expected = {
+        "ClusterStatus.red": (1, "GreaterThanOrEqualToThreshold"),
+        "ClusterStatus.yellow": (1, "GreaterThanOrEqualToThreshold"),
+        # A quarter of the default 10 GiB volume, in MiB (the metric's unit).
+        "FreeStorageSpace": (2560, "LessThanOrEqualToThreshold"),
+        "JVMMemoryPressure": (monitoring.JVM_PRESSURE_PERCENT, "GreaterThanOrEqualToThreshold"),
+        # The default instance type (t3) is burstable.
+        "CPUCreditBalance": (monitoring.CPU_CREDITS_LOW, "LessThanOrEqualToThreshold"),
+    }
+    for metric, (threshold, comparison) in expected.items():
+        (alarm,) = _only(specs, "AWS/ES", metric)
+        assert (alarm.threshold, alarm.comparison) == (threshold, comparison), metric
+        assert _ref(alarm.dimensions["DomainName"]) == domain_id
+        assert alarm.dimensions["ClientId"] == {"Ref": "AWS::AccountId"}
+
+
+def test_table_and_bedrock_throttles_have_alarms(synth: Synth) -> None:
+    from infra.components import monitoring
+    from infra.config import CONTEXT_DEFAULTS
+
+    specs = _alarm_specs(synth)
+    (table_id,) = synth.of_type("AWS::DynamoDB::Table")
+    for metric in ("ReadThrottleEvents", "WriteThrottleEvents"):
+        (alarm,) = _only(specs, "AWS/DynamoDB", metric)
+        assert _ref(alarm.dimensions["TableName"]) == table_id
+        assert alarm.threshold == monitoring.THROTTLE_THRESHOLD
+    bedrock = _only(specs, "AWS/Bedrock", "InvocationThrottles")
+    assert {a.dimensions["ModelId"] for a in bedrock} == {
+        CONTEXT_DEFAULTS["prme:embeddingModelId"],
+        CONTEXT_DEFAULTS["prme:extractionModelId"],
+    }
+    for alarm in bedrock:
+        assert (alarm.statistic, alarm.threshold) == ("Sum", monitoring.THROTTLE_THRESHOLD)
+
+
+def test_every_alarm_notifies_and_is_on_the_dashboard(synth: Synth) -> None:
+    specs = _alarm_specs(synth)
+    assert all(s.has_action for s in specs)
+    (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for spec in specs:
+        assert json.dumps(spec.metric)[1:-1] in body, spec.metric
+
+
+def test_development_profile_is_one_small_node_without_replicas(synth: Synth) -> None:
+    (domain,) = synth.of_type("AWS::OpenSearchService::Domain").values()
+    cluster = domain["Properties"]["ClusterConfig"]
+    assert cluster["DedicatedMasterEnabled"] is False
+    assert cluster["ZoneAwarenessEnabled"] is False
+    for function in synth.of_type("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables[Settings.env_name("opensearch_replicas")] == "0"
+
+
+def test_production_profile_spreads_search_over_three_zones_with_masters_and_replicas(
+    production_synth: Synth,
+) -> None:
+    from infra.config import PROFILES
+
+    production = PROFILES["production"]
+    (domain,) = production_synth.of_type("AWS::OpenSearchService::Domain").values()
+    cluster = domain["Properties"]["ClusterConfig"]
+    assert cluster["InstanceType"] == production["prme:searchInstanceType"]
+    assert not cluster["InstanceType"].startswith(("t2.", "t3."))
+    assert cluster["InstanceCount"] == 3
+    assert cluster["ZoneAwarenessEnabled"] is True
+    assert cluster["ZoneAwarenessConfig"] == {"AvailabilityZoneCount": 3}
+    assert cluster["DedicatedMasterEnabled"] is True
+    assert cluster["DedicatedMasterCount"] == 3
+    assert cluster["DedicatedMasterType"] == production["prme:searchMasterInstanceType"]
+    # The explicit context value wins over the profile's.
+    assert domain["Properties"]["EBSOptions"]["VolumeSize"] == PRODUCTION_VOLUME_GB
+    for function in production_synth.of_type("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables[Settings.env_name("opensearch_replicas")] == "1"
+    specs = _alarm_specs(production_synth)
+    (free,) = _only(specs, "AWS/ES", "FreeStorageSpace")
+    assert free.threshold == PRODUCTION_VOLUME_GB * 1024 // 4
+    # Non-burstable instances earn no CPU credits: no alarm on them.
+    assert not [s for s in specs if s.metric == "CPUCreditBalance"]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"prme:profile": "staging"}, "prme:profile must be one of"),
+        ({"prme:searchReplicas": 1}, "prme:searchReplicas=1 needs more than 1 data nodes"),
+        (
+            {"prme:profile": "production", "prme:searchInstanceCount": 1},
+            "prme:searchReplicas=1 needs more than 1",
+        ),
+    ],
+)
+def test_context_that_cannot_work_is_refused(context: dict[str, Any], message: str) -> None:
+    import aws_cdk as cdk
+
+    from infra.config import ContextError, DeploymentConfig
+
+    with pytest.raises(ContextError, match=re.escape(message)):
+        DeploymentConfig.from_context(cdk.App(context=context).node)
+
+
+def test_the_runbook_explains_every_alarm(synth: Synth) -> None:
+    from infra.config import REPO_ROOT
+
+    runbook = (REPO_ROOT / "docs" / "operations.md").read_text()
+    for spec in _alarm_specs(synth):
+        assert f"`{spec.namespace}` `{spec.metric}`" in runbook, spec.metric

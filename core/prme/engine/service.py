@@ -172,6 +172,10 @@ class MemoryEngine:
     def reindex(self, owner: OwnerKey, *, progress: ReindexProgress | None = None) -> ReindexReport:
         return reindex_owner(self.deps, owner, progress=progress)
 
+    def list_owners(self, tenant_id: str) -> list[str]:
+        """Every owner of a tenant with stored events (operator use: reindexing a tenant)."""
+        return self.deps.ledger.list_owners(tenant_id)
+
     # -- relevance feedback and answer citations (engine/feedback.py) --
 
     def record_relevance(self, owner: OwnerKey, request: RelevanceInput) -> RelevanceRecord:
