@@ -17,6 +17,7 @@ from infra.components.queues import Queues
 from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
+from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES
 from prme.settings import Settings
 
 SQS_BATCH_SIZE = 10
@@ -70,6 +71,8 @@ class Workers(Construct):
                 "api", "functions.api.handler", 1024, Duration.seconds(29), concurrency["api"]
             )
         )
+        # Small enough that every body the function accepts fits Lambda's invoke payload.
+        self.api.add_environment(env("max_body_bytes"), str(LAMBDA_MAX_BODY_BYTES))
         self.materializer = factory.build(
             FunctionSpec(
                 "materializer",

@@ -37,9 +37,11 @@ from prme.retrieval.receipts import (
     RetrievalReceipt,
     SessionContextEntry,
 )
+from prme.retrieval.response_size import ResponseBudget, fit_response
 from prme.retrieval.results import (
     ContextBundle,
     ExcludedCandidate,
+    ResponseSizeLimit,
     RetrievalMetrics,
     RetrievalResponse,
     RetrievalResult,
@@ -140,8 +142,14 @@ def gather_candidates(
 
 
 def retrieve_memories(
-    deps: EngineDeps, owner: OwnerKey, request: RetrieveInput
+    deps: EngineDeps,
+    owner: OwnerKey,
+    request: RetrieveInput,
+    *,
+    response_budget: ResponseBudget | None = None,
 ) -> RetrievalResponse:
+    """Rank, select and pack; with `response_budget`, the records a surface sends are cut (in
+    rank order) to what its response can carry, and the response says how many were left out."""
     started = time.perf_counter()
     config = deps.config
     now = deps.clock.now()
@@ -220,6 +228,23 @@ def retrieve_memories(
             radius=config.retrieval.session_context_radius,
         )
         selection = context.selection
+    size_limit: ResponseSizeLimit | None = None
+    if response_budget is not None:
+        cut = fit_response(
+            selection,
+            response_budget,
+            candidates=len(fused) + len(context.fetched),
+            context_format=request.context_format,
+        )
+        selection = cut.selection
+        if cut.omitted:
+            size_limit = ResponseSizeLimit(
+                omitted=cut.omitted,
+                max_response_bytes=response_budget.max_bytes,
+                message=f"{cut.omitted} ranked records were left out to keep the response under "
+                f"{response_budget.max_bytes} bytes; ask for fewer (limit or token_budget) or "
+                "narrow the query",
+            )
     packed = pack_context(
         selection.selected,
         token_budget=budget,
@@ -328,7 +353,11 @@ def retrieve_memories(
         },
     )
     return RetrievalResponse(
-        results=results, bundle=bundle, value_bindings=bundle.value_bindings(), metrics=metrics
+        results=results,
+        bundle=bundle,
+        value_bindings=bundle.value_bindings(),
+        metrics=metrics,
+        size_limit=size_limit,
     )
 
 
