@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from prme.backends.aws import resources
+from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.settings import Settings
 
 if TYPE_CHECKING:
@@ -290,3 +291,16 @@ def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
     )
     budget_ms = Settings.model_fields["request_budget_ms"].default
     assert budget_ms + LAMBDA_MARGIN_MS <= api["Timeout"] * 1000 <= 30_000
+
+
+def test_the_api_functions_body_limit_fits_lambdas_invoke_payload(synth: Synth) -> None:
+    """Every body the api function accepts reaches it: escaped in the event's JSON (at most 3
+    times larger) or base64-encoded, with room for the request line and headers."""
+    (api,) = (
+        f
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions.api.handler"
+    )
+    limit = int(api["Properties"]["Environment"]["Variables"][Settings.env_name("max_body_bytes")])
+    assert limit == LAMBDA_MAX_BODY_BYTES
+    assert 3 * limit + 64 * 1024 <= LAMBDA_PAYLOAD_BYTES
