@@ -142,10 +142,16 @@ def stack_body_limit(deployed: Deployed, monkeypatch: pytest.MonkeyPatch) -> Dep
     return deployed
 
 
+def _function_body_limit() -> int:
+    from functions import runtime
+
+    return runtime.settings().max_body_bytes
+
+
 def test_a_body_over_the_functions_limit_gets_413_json(stack_body_limit: Deployed) -> None:
     from functions import api
 
-    oversized = b'{"content": "' + b"x" * LAMBDA_MAX_BODY_BYTES + b'"}'
+    oversized = b'{"content": "' + b"x" * _function_body_limit() + b'"}'
     answer = invoke(api.handler, api_event("/v1/store", oversized, key=stack_body_limit.alice_key))
     assert answer.delivered
     assert answer.status == 413
@@ -164,11 +170,12 @@ def test_every_body_the_function_accepts_reaches_it(
     function answers it (here 422: too long for a memory) instead of API Gateway's 500."""
     from functions import api
 
+    limit = _function_body_limit()
     frame = b'{"content": ""}'
     unit = character.encode()
-    filler = unit * ((LAMBDA_MAX_BODY_BYTES - len(frame)) // len(unit))
+    filler = unit * ((limit - len(frame)) // len(unit))
     body = b'{"content": "' + filler + b'"}'
-    assert len(body) <= LAMBDA_MAX_BODY_BYTES
+    assert limit - len(unit) < len(body) <= limit
     event = api_event("/v1/store", body, key=stack_body_limit.alice_key, content_type=content_type)
     answer = invoke(api.handler, event)
     assert answer.delivered, f"event of {answer.event_bytes} bytes"
