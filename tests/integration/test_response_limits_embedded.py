@@ -126,6 +126,12 @@ def test_rest_retrieve_stays_under_the_measured_bound(served: Served, context_fo
     # The context carries only the records returned.
     returned = {r["node_id"] for r in body["results"]}
     assert set(body["bundle"]["context_references"].values()) <= returned
+    # The receipt says why each left-out record was not returned.
+    receipt = served.client.get(
+        f"/v1/retrievals/{body['metrics']['request_id']}", headers=served.headers
+    ).json()
+    outcomes = {c["node_id"]: c["outcome"] for c in receipt["candidates"]}
+    assert {outcomes[e["node_id"]] for e in left_out} == {"response_size"}
 
 
 @pytest.mark.parametrize("include_context", [True, False])
