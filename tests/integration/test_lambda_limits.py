@@ -109,7 +109,7 @@ def test_worst_case_escaping_content_stays_under_the_limit(
     """Records made only of characters that grow when escaped (quotes, backslashes, controls,
     CJK, emoji), in the results, the context and the metadata, still answer under 6 MB."""
     repeat = RECORD_CHARS // len(WORST_CASE_TEXT)
-    contents = [f"{i} {WORST_CASE_TEXT * repeat}" for i in range(6)]
+    contents = [f"{i} {WORST_CASE_TEXT * repeat}" for i in range(10)]
     metadata = {'k"\\😀': (WORST_CASE_TEXT * 400)[:3_000]}
     _store_all(contents, speaker='Ann "中" \\😀', session_id='s\\"😀', metadata=metadata)
     query = {

@@ -65,7 +65,7 @@ def test_a_third_level_escapes_the_escapes_again() -> None:
 
 
 def _budget(max_bytes: int, *, per_record: dict[str, int]) -> ResponseBudget:
-    def record_bytes(node: MemoryNode, _format: ContextFormat) -> int:
+    def record_bytes(node: MemoryNode, _format: ContextFormat, _in_context: bool) -> int:
         return per_record[node.id]
 
     return ResponseBudget(
@@ -80,7 +80,11 @@ def test_the_cut_keeps_a_prefix_of_the_ranking() -> None:
     sizes = {nodes[0].id: 300, nodes[1].id: 300, nodes[2].id: 500, nodes[3].id: 10}
     selection = Selection(selected=nodes, excluded={})
     cut = fit_response(
-        selection, _budget(1_000, per_record=sizes), candidates=4, context_format="reader"
+        selection,
+        _budget(1_000, per_record=sizes),
+        candidates=4,
+        context_format="reader",
+        in_context=(),
     )
     assert [n.id for n in cut.selection.selected] == [nodes[0].id, nodes[1].id]
     assert cut.omitted == 2
@@ -92,7 +96,11 @@ def test_everything_that_fits_is_kept_unchanged() -> None:
     selection = Selection(selected=nodes, excluded={"x": "limit"})
     sizes = {n.id: 10 for n in nodes}
     cut = fit_response(
-        selection, _budget(1_000, per_record=sizes), candidates=4, context_format="reader"
+        selection,
+        _budget(1_000, per_record=sizes),
+        candidates=4,
+        context_format="reader",
+        in_context=(),
     )
     assert cut.selection is selection
     assert cut.omitted == 0

@@ -228,6 +228,21 @@ def retrieve_memories(
             radius=config.retrieval.session_context_radius,
         )
         selection = context.selection
+
+    def pack(nodes: list[MemoryNode]) -> PackedContext:
+        return pack_context(
+            nodes,
+            token_budget=budget,
+            counter=deps.token_counter,
+            context_format=request.context_format,
+            fold_repeated_text=config.packing.fold_repeated_text,
+            layout=config.packing.reader_layout,
+        )
+
+    packed = pack(selection.selected)
+    if fill_budget:
+        # The results are the records the context holds; the rest did not fit the budget.
+        selection = selection.keep_only({e.node_id for e in packed.entries}, "token_budget")
     size_limit: ResponseSizeLimit | None = None
     if response_budget is not None:
         cut = fit_response(
@@ -235,9 +250,13 @@ def retrieve_memories(
             response_budget,
             candidates=len(fused) + len(context.fetched),
             context_format=request.context_format,
+            in_context=packed.lines.keys(),
         )
-        selection = cut.selection
         if cut.omitted:
+            selection = cut.selection
+            # Packing admits in rank order, so a ranked prefix packs as the prefix of the
+            # context it had: only the records cut for size leave it.
+            packed = pack(selection.selected)
             size_limit = ResponseSizeLimit(
                 omitted=cut.omitted,
                 max_response_bytes=response_budget.max_bytes,
@@ -245,17 +264,6 @@ def retrieve_memories(
                 f"{response_budget.max_bytes} bytes; ask for fewer (limit or token_budget) or "
                 "narrow the query",
             )
-    packed = pack_context(
-        selection.selected,
-        token_budget=budget,
-        counter=deps.token_counter,
-        context_format=request.context_format,
-        fold_repeated_text=config.packing.fold_repeated_text,
-        layout=config.packing.reader_layout,
-    )
-    if fill_budget:
-        # The results are the records the context holds; the rest did not fit the budget.
-        selection = selection.keep_only({e.node_id for e in packed.entries}, "token_budget")
     bundle = _bundle(request, budget, selection, packed)
     decay = config.packing.session_context_rank_fusion_score_decay
     context_scores = _context_scores(context, fused, candidates, decay)

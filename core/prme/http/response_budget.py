@@ -19,9 +19,16 @@ _FIXED_BYTES = 16 * 1024
 _PER_CANDIDATE_BYTES = 160
 
 
-def _record_bytes(node: MemoryNode, context_format: ContextFormat) -> int:
-    # Visible value bindings are listed twice: in the bundle and at the top level.
-    return _PER_RECORD_BYTES + record_text_bytes(node, context_format, level=2, binding_copies=2)
+def _record_bytes(node: MemoryNode, context_format: ContextFormat, in_context: bool) -> int:
+    # Visible value bindings (only of records in the context) are listed twice: in the bundle
+    # and at the top level.
+    return _PER_RECORD_BYTES + record_text_bytes(
+        node,
+        context_format,
+        level=2,
+        with_context=in_context,
+        binding_copies=2 if in_context else 0,
+    )
 
 
 def http_response_budget(max_bytes: int) -> ResponseBudget:

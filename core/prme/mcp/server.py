@@ -115,16 +115,17 @@ def retrieve_tool_budget(max_bytes: int, *, include_context: bool) -> ResponseBu
     structured content inside the JSON-RPC body (two encodings deep on Lambda) and inside the
     text content's JSON string (three deep)."""
 
-    def record_bytes(node: MemoryNode, context_format: ContextFormat) -> int:
+    def record_bytes(node: MemoryNode, context_format: ContextFormat, in_context: bool) -> int:
+        shown = include_context and in_context
         total = _RETRIEVE_PER_RECORD_BYTES
         for level in (2, 3):
             total += record_text_bytes(
                 node,
                 context_format,
                 level=level,
-                with_context=include_context,
-                binding_copies=1 if include_context else 0,
-                rendered_bindings=include_context,
+                with_context=shown,
+                binding_copies=1 if shown else 0,
+                rendered_bindings=shown,
             )
         return total
 

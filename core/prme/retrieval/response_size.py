@@ -11,7 +11,7 @@ outermost form bounds the plain HTTP body too, since no character takes fewer by
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +20,9 @@ from prme.model.records import MemoryNode
 from prme.retrieval.caps import Selection
 from prme.retrieval.packing import ContextFormat
 
-# A record's bytes in one surface's response, given the context's format.
-RecordBytes = Callable[[MemoryNode, ContextFormat], int]
+# A record's bytes in one surface's response, given the context's format and whether the
+# packed context holds its line.
+RecordBytes = Callable[[MemoryNode, ContextFormat, bool], int]
 
 # Below Lambda's limit with room for what the per-record measure does not see: on AWS a
 # retrieval response can never be refused by the runtime.
@@ -118,6 +119,7 @@ def fit_response(
     *,
     candidates: int,
     context_format: ContextFormat,
+    in_context: Collection[str],
 ) -> SizeCut:
     """Keep selected records in rank order while their bytes fit; the first that does not fit
     ends the response (a smaller one after it is not promoted past it: the cut is a prefix
@@ -126,7 +128,7 @@ def fit_response(
     used = 0
     kept: set[str] = set()
     for node in selection.selected:
-        cost = budget.record_bytes(node, context_format)
+        cost = budget.record_bytes(node, context_format, node.id in in_context)
         if used + cost > available:
             break
         used += cost
