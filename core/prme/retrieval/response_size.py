@@ -1,11 +1,5 @@
-"""How many bytes a retrieval's records take on the wire, and the cut that keeps a response
-under a byte budget: records stay in rank order until the next one would not fit.
-
-Sizes are measured as the text travels, not as it is stored. A record's text sits in a JSON
-body (a quote becomes two characters), and on AWS Lambda that body is itself a string inside
-the JSON document the runtime sends back, encoded with ASCII escaping (the quote becomes four
-bytes, a CJK character six, an emoji twelve, a control character up to seven). Measuring that
-outermost form bounds the plain HTTP body too, since no character takes fewer bytes there.
+"""The size of a retrieval's records as a response carries them, and the cut that keeps ranked
+records until the next one would pass a surface's byte budget.
 """
 
 from __future__ import annotations
@@ -32,7 +26,12 @@ DEFAULT_MAX_RESPONSE_BYTES = LAMBDA_PAYLOAD_BYTES - 1024 * 1024
 def carried_size(text: str, levels: int) -> int:
     """Bytes `text` takes after `levels` nested JSON string encodings, the outermost with ASCII
     escaping and the inner ones keeping non-ASCII characters as they are (as FastAPI, pydantic
-    and the MCP SDK write bodies). Exact for those encoders, without the enclosing quotes."""
+    and the MCP SDK write bodies). Exact for those encoders, without the enclosing quotes.
+
+    On AWS Lambda a response body is itself a string inside the JSON the runtime sends, with
+    ASCII escaping: a quote in memory content becomes four bytes, a CJK character six, an
+    emoji twelve, a control character up to seven. No character takes fewer bytes in a plain
+    HTTP body, so the Lambda measure bounds `prme serve` too."""
     if levels < 1:
         raise ValueError("levels must be at least 1")
     encoded = text
