@@ -47,11 +47,20 @@ def _mcp_call(deployed: Deployed, tool: str, arguments: dict[str, Any]) -> Invoc
 
 
 def _store_all(contents: list[str], **fields: Any) -> None:
+    """Stored, then made searchable at once whether or not the function refreshes on write."""
     from functions import runtime
+    from prme.backends.aws.opensearch_index import build_opensearch_client
 
     engine = runtime.backend().engine
     for content in contents:
         engine.store(ALICE, StoreInput(content=content, **fields))
+    current = runtime.settings()
+    assert current.opensearch_url is not None
+    client = build_opensearch_client(current.opensearch_url, auth="none", region=None)
+    try:
+        client.indices.refresh(index=current.opensearch_index_alias)
+    finally:
+        client.close()
 
 
 def _large_records() -> list[str]:
