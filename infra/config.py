@@ -16,7 +16,11 @@ from constructs import Node
 from prme.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FUNCTION_NAMES = ("api", "materializer", "ingest", "maintenance")
+FUNCTION_NAMES = ("api", "materializer", "ingest", "maintenance", "extractor")
+# The functions an SQS event source mapping invokes, each from one queue.
+QUEUE_CONSUMERS = ("materializer", "extractor", "ingest")
+# What Lambda accepts as an SQS event source mapping's ScalingConfig.MaximumConcurrency.
+MAPPING_CONCURRENCY_RANGE = (2, 1000)
 
 
 def _setting_default(field: str) -> str:
@@ -41,6 +45,14 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "prme:materializerReservedConcurrency": 5,
     "prme:ingestReservedConcurrency": 2,
     "prme:maintenanceReservedConcurrency": 1,
+    # Extraction (one Converse call per message) and the concurrent batches each SQS event
+    # source mapping may run (MaximumConcurrency, 2 to 1000). A mapping runs at most its
+    # function's reserved concurrency, so no batch is throttled and no receive is spent on a
+    # throttle; the extractor's cap also keeps Converse calls below the model's quota.
+    "prme:extractorReservedConcurrency": 4,
+    "prme:materializerMaxConcurrency": 5,
+    "prme:extractorMaxConcurrency": 4,
+    "prme:ingestMaxConcurrency": 2,
     "prme:logRetentionDays": 30,
     # Empty: alarms have no action. An address: an encrypted SNS topic mails it.
     "prme:alarmEmail": "",
@@ -110,8 +122,25 @@ class DeploymentConfig:
     api_rate_limit: int
     api_burst_limit: int
     reserved_concurrency: dict[str, int | None]
+    # MaximumConcurrency of the SQS event source mapping of each queue consumer.
+    max_concurrency: dict[str, int]
     log_retention: logs.RetentionDays
     alarm_email: str
+
+    def __post_init__(self) -> None:
+        low, high = MAPPING_CONCURRENCY_RANGE
+        for name, concurrency in self.max_concurrency.items():
+            key = f"prme:{name}MaxConcurrency"
+            if not low <= concurrency <= high:
+                raise ContextError(f"context {key} must be from {low} to {high}, got {concurrency}")
+            reserved = self.reserved_concurrency.get(name)
+            if reserved is not None and concurrency > reserved:
+                raise ContextError(
+                    f"context {key} ({concurrency}) exceeds prme:{name}ReservedConcurrency "
+                    f"({reserved}): the {name}'s queue mapping would start batches the "
+                    "function may not run, and every throttled batch spends a receive on the "
+                    "way to the dead-letter queue. Lower the first or raise the second."
+                )
 
     @classmethod
     def from_context(cls, node: Node) -> DeploymentConfig:
@@ -130,6 +159,9 @@ class DeploymentConfig:
             reserved_concurrency={
                 name: _optional_int(node, f"prme:{name}ReservedConcurrency")
                 for name in FUNCTION_NAMES
+            },
+            max_concurrency={
+                name: _positive_int(node, f"prme:{name}MaxConcurrency") for name in QUEUE_CONSUMERS
             },
             log_retention=_retention(_positive_int(node, "prme:logRetentionDays")),
             alarm_email=_text(node, "prme:alarmEmail"),

@@ -67,7 +67,9 @@ class Settings(BaseSettings):
     # Below API Gateway's 30 s integration timeout and the api function's timeout; on Lambda
     # the function's remaining time (less a margin) bounds it as well.
     request_budget_ms: int = Field(default=25_000, ge=100, le=900_000)
-    # Work pending longer than this is re-announced by the sweeper.
+    # Work pending longer than this is re-announced by the sweeper (at most three times, then
+    # failed). On AWS the maintenance function also waits until the work's queue could no
+    # longer be delivering it (functions/maintenance.py).
     work_overdue_seconds: int = Field(default=120, ge=1)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     packing: PackingConfig = Field(default_factory=PackingConfig)

@@ -1,4 +1,4 @@
-"""The four Lambda functions, their triggers, and each one's least-privilege grants."""
+"""The five Lambda functions, their triggers, and each one's least-privilege grants."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from infra.components.checkov_skips import skip
 from infra.components.function_factory import FunctionFactory, FunctionSpec
 from infra.components.queues import Queues
 from infra.components.search import Search
@@ -20,16 +21,11 @@ from infra.config import DeploymentConfig
 from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES
 from prme.settings import Settings
 
-SQS_BATCH_SIZE = 10
-
-
-def _consumer_timeout(visibility_timeout_s: int) -> Duration:
-    # SQS needs visibility >= function timeout; half leaves room for a retry inside one lease.
-    return Duration.seconds(visibility_timeout_s // 2)
-
 
 class Workers(Construct):
-    """`api`, `materializer`, `ingest` (the bulk-ingest consumer) and `maintenance`."""
+    """`api`, `materializer`, `extractor`, `ingest` (the bulk-ingest consumer) and
+    `maintenance`. Each queue consumer takes its timeout and batch size from its queue's spec
+    (whose visibility timeout follows from that timeout) and reads one queue only."""
 
     def __init__(
         self,
@@ -73,13 +69,31 @@ class Workers(Construct):
         )
         # Small enough that every body the function accepts fits Lambda's invoke payload.
         self.api.add_environment(env("max_body_bytes"), str(LAMBDA_MAX_BODY_BYTES))
+        if concurrency["api"] is None:
+            skip(
+                self.api,
+                "CKV_AWS_115",
+                "The api's load is bounded by the HTTP API stage throttle (prme:apiRateLimit, "
+                "prme:apiBurstLimit) and the workers are capped separately; reserving concurrency "
+                "for it is opt-in (prme:apiReservedConcurrency): low-quota accounts cannot "
+                "reserve any.",
+            )
         self.materializer = factory.build(
             FunctionSpec(
                 "materializer",
                 "functions.materializer.handler",
                 1024,
-                _consumer_timeout(materialize.spec.visibility_timeout_s),
+                Duration.seconds(materialize.spec.consumer_timeout_s),
                 concurrency["materializer"],
+            )
+        )
+        self.extractor = factory.build(
+            FunctionSpec(
+                "extractor",
+                "functions.extractor.handler",
+                1024,
+                Duration.seconds(extract.spec.consumer_timeout_s),
+                concurrency["extractor"],
             )
         )
         self.ingest = factory.build(
@@ -87,7 +101,7 @@ class Workers(Construct):
                 "ingest",
                 "functions.ingest_consumer.handler",
                 1024,
-                _consumer_timeout(ingest.spec.visibility_timeout_s),
+                Duration.seconds(ingest.spec.consumer_timeout_s),
                 concurrency["ingest"],
             )
         )
@@ -103,19 +117,19 @@ class Workers(Construct):
         self.functions = {
             "api": self.api,
             "materializer": self.materializer,
+            "extractor": self.extractor,
             "ingest": self.ingest,
             "maintenance": self.maintenance,
         }
 
-        consumers = (
-            (self.materializer, materialize),
-            (self.materializer, extract),
-            (self.ingest, ingest),
-        )
-        for function, queue in consumers:
-            function.add_event_source(
+        consumers = {"materializer": materialize, "extractor": extract, "ingest": ingest}
+        for name, queue in consumers.items():
+            self.functions[name].add_event_source(
                 sources.SqsEventSource(
-                    queue.queue, batch_size=SQS_BATCH_SIZE, report_batch_item_failures=True
+                    queue.queue,
+                    batch_size=queue.spec.batch_size,
+                    report_batch_item_failures=True,
+                    max_concurrency=config.max_concurrency[name],
                 )
             )
         events.Rule(
@@ -134,10 +148,15 @@ class Workers(Construct):
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
-        # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
+        # materializer: embeds and indexes; the backend resolves both work queues when it starts.
         extract.queue.grant_send_messages(self.materializer)
         self._grant_search(self.materializer)
-        self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
+        self._grant_models(self.materializer, config.embedding_model_id)
+        # extractor: extracts with the Converse model, embeds and indexes what it found; the
+        # backend resolves both work queues when it starts.
+        materialize.queue.grant_send_messages(self.extractor)
+        self._grant_search(self.extractor)
+        self._grant_models(self.extractor, config.embedding_model_id, config.extraction_model_id)
         # ingest: commits fast-ingest batches and announces their materialization; the
         # backend resolves both work queues when it starts.
         for queue in (materialize, extract):
@@ -151,8 +170,8 @@ class Workers(Construct):
         Validations.of(function.role or function).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{self._table_logical_id()}.Arn>/index/*]",
-                reason="Queries on the GSIs of this one table (owner-pending, pending); the "
-                "wildcard covers only that table's own index names.",
+                reason="Queries on the GSIs of this one table (owner-pending, pending, expiring); "
+                "the wildcard covers only that table's own index names.",
             )
         )
 

@@ -164,7 +164,7 @@ def test_function_environment_uses_only_settings_names(synth: Synth) -> None:
         "POWERTOOLS_METRICS_NAMESPACE",
     }
     functions = synth.of_type("AWS::Lambda::Function").values()
-    assert len(functions) == 4
+    assert len(functions) == 5
     for function in functions:
         variables = function["Properties"]["Environment"]["Variables"]
         assert set(variables) <= allowed
@@ -184,19 +184,108 @@ def test_functions_are_arm64_python312_traced_from_the_shared_factory(synth: Syn
     assert handlers == {
         "functions.api.handler",
         "functions.materializer.handler",
+        "functions.extractor.handler",
         "functions.ingest_consumer.handler",
         "functions.maintenance.handler",
     }
 
 
-def test_sqs_consumers_report_partial_batch_failures(synth: Synth) -> None:
-    mappings = synth.of_type("AWS::Lambda::EventSourceMapping").values()
-    # materializer <- materialize and extract queues; ingest consumer <- ingest queue.
+@dataclass(frozen=True)
+class Mapping:
+    """An SQS event source mapping with the queue it reads and the function it invokes."""
+
+    props: dict[str, Any]
+    queue: dict[str, Any]
+    function: dict[str, Any]
+
+
+def _mappings(synth: Synth) -> list[Mapping]:
+    found = []
+    for mapping in synth.of_type("AWS::Lambda::EventSourceMapping").values():
+        props = mapping["Properties"]
+        queue_id = props["EventSourceArn"]["Fn::GetAtt"][0]
+        function_id = props["FunctionName"]["Ref"]
+        found.append(
+            Mapping(
+                props,
+                synth.resources[queue_id]["Properties"],
+                synth.resources[function_id]["Properties"],
+            )
+        )
+    return found
+
+
+def test_each_queue_has_one_consumer_and_extraction_its_own_function(synth: Synth) -> None:
+    consumed = {(m.function["Handler"], m.queue["QueueName"]) for m in _mappings(synth)}
+    assert consumed == {
+        ("functions.materializer.handler", "prme-materialize"),
+        ("functions.extractor.handler", "prme-extract"),
+        ("functions.ingest_consumer.handler", "prme-ingest"),
+    }
+
+
+def test_sqs_mappings_fit_their_functions_and_report_partial_batch_failures(
+    synth: Synth,
+) -> None:
+    """Read from the template alone: AWS's advice of a visibility of at least six times the
+    function's timeout, and a mapping that never starts more batches than its function may
+    run (a throttled batch spends a receive on the way to the DLQ)."""
+    mappings = _mappings(synth)
     assert len(mappings) == 3
     for mapping in mappings:
-        props = mapping["Properties"]
-        assert props["BatchSize"] == 10
+        props, function = mapping.props, mapping.function
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert mapping.queue["VisibilityTimeout"] >= 6 * function["Timeout"]
+        concurrency = props["ScalingConfig"]["MaximumConcurrency"]
+        assert 2 <= concurrency <= function.get("ReservedConcurrentExecutions", 1000)
+    extract = next(m for m in mappings if m.queue["QueueName"] == "prme-extract")
+    # One Converse call per invocation: a receive is always one real attempt.
+    assert extract.props["BatchSize"] == 1
+
+
+def test_extraction_client_gives_up_before_the_extractor_function_times_out(
+    synth: Synth,
+) -> None:
+    from functions.limits import LAMBDA_MARGIN_MS
+    from prme import composition
+    from prme.backends.aws.deadline_clients import worst_case_s
+
+    (extractor,) = (
+        f["Properties"]
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions.extractor.handler"
+    )
+    converse_worst = worst_case_s(
+        composition.EXTRACTION_CONNECT_TIMEOUT_S,
+        composition.EXTRACTION_READ_TIMEOUT_S,
+        composition.EXTRACTION_ATTEMPTS,
+    )
+    # A hung model still leaves a quarter of the time to embed, index and commit.
+    assert converse_worst + LAMBDA_MARGIN_MS / 1000 <= 0.75 * extractor["Timeout"]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"prme:extractorMaxConcurrency": 6}, "exceeds prme:extractorReservedConcurrency (4)"),
+        ({"prme:ingestReservedConcurrency": 1}, "exceeds prme:ingestReservedConcurrency (1)"),
+        ({"prme:materializerMaxConcurrency": 1}, "must be from 2 to 1000"),
+    ],
+)
+def test_config_refuses_a_mapping_above_its_reserved_concurrency(
+    synth: Synth, context: dict[str, Any], message: str
+) -> None:
+    from aws_cdk import App
+
+    from infra.config import ContextError, DeploymentConfig
+
+    with pytest.raises(ContextError, match=re.escape(message)):
+        DeploymentConfig.from_context(App(context=context).node)
+    # Without a reservation any concurrency Lambda accepts will do.
+    unreserved = {**context, "prme:extractorReservedConcurrency": "none"}
+    unreserved["prme:ingestReservedConcurrency"] = "none"
+    if "prme:materializerMaxConcurrency" not in context:
+        DeploymentConfig.from_context(App(context=unreserved).node)
 
 
 def test_no_policy_statement_allows_wildcard_actions(synth: Synth) -> None:
@@ -235,7 +324,7 @@ def test_search_domain_is_encrypted_and_https_only(synth: Synth) -> None:
     assert props["ClusterConfig"]["InstanceCount"] == 1
     assert props["EBSOptions"]["VolumeSize"] == 10
     principals = props["AccessPolicies"]["Statement"][0]["Principal"]["AWS"]
-    assert len(principals) == 2  # the api and materializer roles, nobody else
+    assert len(principals) == 3  # the api, materializer and extractor roles, nobody else
 
 
 def test_http_api_stage_is_throttled_and_logged(synth: Synth) -> None:
@@ -274,6 +363,16 @@ def test_cdk_json_repeats_the_context_defaults() -> None:
 
     cdk_json = json.loads((REPO_ROOT / "infra" / "cdk.json").read_text())
     assert cdk_json["context"] == CONTEXT_DEFAULTS
+
+
+def test_deployment_guide_lists_every_context_parameter_with_its_default() -> None:
+    from infra.config import CONTEXT_DEFAULTS, REPO_ROOT
+
+    guide = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    rows = dict(re.findall(r"^\| `(prme:\w+)` \| ([^|]*) \|", guide, flags=re.MULTILINE))
+    assert set(rows) == set(CONTEXT_DEFAULTS)
+    for key, default in CONTEXT_DEFAULTS.items():
+        assert rows[key].strip() == (f"`{default}`" if default != "" else "empty"), key
 
 
 def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:

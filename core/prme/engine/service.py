@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prme.engine import (
@@ -28,7 +28,7 @@ from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
-from prme.model.enums import ProcessingStatus, Scope
+from prme.model.enums import ProcessingStatus, Scope, WorkFamily
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -167,7 +167,10 @@ class MemoryEngine:
     def archive_expired(self, *, limit: int = 100) -> int:
         return expiry.archive_expired_nodes(self.deps, limit=limit)
 
-    def sweep_overdue(self, *, overdue_seconds: int) -> int:
+    def sweep_overdue(
+        self, *, overdue_seconds: int | Mapping[WorkFamily, int]
+    ) -> materialize.SweepReport:
+        """Re-announce overdue queued work of every family; fail what stays overdue."""
         return materialize.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
 
     def process_pending(
