@@ -50,6 +50,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             credentials=backend.credentials,
             auth=policy,
             max_body_bytes=settings.max_body_bytes,
+            max_response_bytes=settings.max_response_bytes,
             request_budget_ms=settings.request_budget_ms,
         )
     )
@@ -218,7 +219,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(settings, args.data_dir)
     principal = Principal.owner(settings.tenant_id, user_id)
     try:
-        build_mcp_server(backend.engine, lambda: principal).run("stdio")
+        build_mcp_server(
+            backend.engine, lambda: principal, max_response_bytes=settings.max_response_bytes
+        ).run("stdio")
         return 0
     finally:
         backend.close()

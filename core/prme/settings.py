@@ -13,7 +13,8 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
-from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
+from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
+from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 ENV_PREFIX = "PRME_"
 
@@ -46,6 +47,12 @@ class Settings(BaseSettings):
     sqlite_synchronous: Literal["normal", "full"] = "normal"
     # HTTP request bodies past this many bytes are refused with 413 while being read.
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
+    # A retrieval response (HTTP and MCP) holds ranked records until this many bytes, measured
+    # as sent inside a Lambda response; the rest are left out and the response says so. At most
+    # Lambda's own limit, which refuses a larger response with an error the caller sees as 500.
+    max_response_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, ge=64 * 1024, le=LAMBDA_PAYLOAD_BYTES
+    )
     # AWS backend: resource names and endpoints. boto3 reads AWS_ENDPOINT_URL* and the region.
     table_name: str = "prme-local"
     queue_prefix: str = "prme-local"

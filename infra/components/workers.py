@@ -18,6 +18,7 @@ from infra.components.queues import Queues
 from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
+from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES
 from prme.settings import Settings
 
 
@@ -67,6 +68,8 @@ class Workers(Construct):
                 "api", "functions.api.handler", 1024, Duration.seconds(29), concurrency["api"]
             )
         )
+        # Small enough that every body the function accepts fits Lambda's invoke payload.
+        self.api.add_environment(env("max_body_bytes"), str(LAMBDA_MAX_BODY_BYTES))
         if concurrency["api"] is None:
             skip(
                 self.api,

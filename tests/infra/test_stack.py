@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from prme.backends.aws import resources
+from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.settings import Settings
 
 if TYPE_CHECKING:
@@ -606,3 +607,16 @@ def test_the_runbook_explains_every_alarm(synth: Synth) -> None:
     runbook = (REPO_ROOT / "docs" / "operations.md").read_text()
     for spec in _alarm_specs(synth):
         assert f"`{spec.namespace}` `{spec.metric}`" in runbook, spec.metric
+
+
+def test_the_api_functions_body_limit_fits_lambdas_invoke_payload(synth: Synth) -> None:
+    """Every body the api function accepts reaches it: escaped in the event's JSON (at most 3
+    times larger) or base64-encoded, with room for the request line and headers."""
+    (api,) = (
+        f
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions.api.handler"
+    )
+    limit = int(api["Properties"]["Environment"]["Variables"][Settings.env_name("max_body_bytes")])
+    assert limit == LAMBDA_MAX_BODY_BYTES
+    assert 3 * limit + 64 * 1024 <= LAMBDA_PAYLOAD_BYTES

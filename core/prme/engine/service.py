@@ -52,6 +52,7 @@ from prme.model.quantities import (
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
+from prme.retrieval.response_size import ResponseBudget
 from prme.retrieval.results import RetrievalResponse
 
 
@@ -96,8 +97,16 @@ class MemoryEngine:
     ) -> ProcessingReport:
         return extraction.process_extractions(self.deps, owner, budget_ms=budget_ms)
 
-    def retrieve(self, owner: OwnerKey, request: RetrieveInput) -> RetrievalResponse:
-        return retrieve.retrieve_memories(self.deps, owner, request)
+    def retrieve(
+        self,
+        owner: OwnerKey,
+        request: RetrieveInput,
+        *,
+        response_budget: ResponseBudget | None = None,
+    ) -> RetrievalResponse:
+        return retrieve.retrieve_memories(
+            self.deps, owner, request, response_budget=response_budget
+        )
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event:
         return reads.get_event(self.deps, owner, event_id)
