@@ -4,9 +4,10 @@ number of times, then failed with its reason, visible in the status reads."""
 from __future__ import annotations
 
 from prme.engine.deps import EngineDeps
-from prme.engine.materialize import MAX_SWEEPS, SWEEPS_EXHAUSTED
+from prme.engine.materialize import MAX_SWEEPS, SOURCE_MISSING, SWEEPS_EXHAUSTED
 from prme.engine.service import MemoryEngine
-from prme.model.enums import ProcessingStatus, WorkKind
+from prme.engine.work_refs import WorkRef
+from prme.model.enums import ProcessingStatus, WorkKind, WorkStatus
 from prme.model.inputs import IngestInput
 from tests.conftest import ALICE, Harness
 from tests.contract.test_backend_contract import SwitchableIndex
@@ -85,3 +86,34 @@ def test_work_done_after_an_announcement_is_left_alone(any_backend: Harness) -> 
         assert h.engine.sweep_overdue(overdue_seconds=OVERDUE_S).announced == 0
     assert h.engine.get_extraction_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED
     assert h.engine.get_processing_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED
+
+
+def test_redriven_work_that_ran_out_of_attempts_starts_afresh(any_backend: Harness) -> None:
+    """An operator's DLQ redrive is how a message naming failed work comes back: work that
+    failed because its attempts ran out runs again, so the runbook's redrive does something."""
+    h = any_backend
+    event_id = _ingest_while_the_index_is_down(h)
+    for _ in range(MAX_SWEEPS + 1):
+        h.clock.advance(seconds=OVERDUE_S + 1)
+        h.engine.sweep_overdue(overdue_seconds=OVERDUE_S)
+    status, items = h.engine.get_processing_status(ALICE, event_id)
+    assert status is ProcessingStatus.FAILED
+    # The index is back (the harness's own engine never had it down); the redrive delivers
+    # the item's message again.
+    report = h.engine.process_queued([WorkRef.of(item) for item in items])
+    assert report.processed == 1
+    status, items = h.engine.get_processing_status(ALICE, event_id)
+    assert status is ProcessingStatus.COMPLETED
+    assert [(w.attempts, w.sweeps, w.last_error) for w in items] == [(0, 0, None)]
+
+
+def test_redriven_work_that_can_never_succeed_stays_failed(any_backend: Harness) -> None:
+    h = any_backend
+    event_id = _ingest_while_the_index_is_down(h)
+    _, (item,) = h.engine.get_processing_status(ALICE, event_id)
+    gone = item.model_copy(update={"status": WorkStatus.FAILED, "last_error": SOURCE_MISSING})
+    h.ledger.save_work(gone)
+    report = h.engine.process_queued([WorkRef.of(gone)])
+    assert report.processed == 0
+    status, (after,) = h.engine.get_processing_status(ALICE, event_id)
+    assert (status, after.last_error) == (ProcessingStatus.FAILED, SOURCE_MISSING)

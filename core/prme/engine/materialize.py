@@ -424,12 +424,14 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
     for ref in refs:
         by_owner.setdefault(ref.owner, set()).add((ref.event_id, ref.work_id))
     for owner, wanted in by_owner.items():
-        items = [
+        named = [
             item
             for event_id in sorted({event_id for event_id, _ in wanted})
             for item in deps.ledger.list_event_work(owner, event_id)
-            if (item.event_id, item.id) in wanted and item.status is WorkStatus.PENDING
+            if (item.event_id, item.id) in wanted
         ]
+        items = [_revived(deps, item) if revives_on_redelivery(item) else item for item in named]
+        items = [item for item in items if item.status is WorkStatus.PENDING]
         extract = [i for i in items if i.kind.family == "extract"]
         if extract:
             from prme.engine.extraction import FINAL_FAILURES, run_extractions
@@ -450,6 +452,30 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
             # A dependency is down: fail the batch so the queue redelivers it later.
             raise WorkDeferredError()
     return ProcessingReport(processed=processed, pending=0, failed=failed)
+
+
+def revives_on_redelivery(item: WorkItem) -> bool:
+    """A message naming failed work comes back only when an operator redrives its dead-letter
+    queue (the last receive fails the item before SQS moves the message): work that failed
+    because its attempts ran out starts afresh then; work that can never succeed stays failed."""
+    from prme.engine.extraction import FINAL_FAILURES
+
+    final = {SOURCE_MISSING, CorruptRecordError.reason_code, *FINAL_FAILURES}
+    return item.status is WorkStatus.FAILED and item.last_error not in final
+
+
+def _revived(deps: EngineDeps, item: WorkItem) -> WorkItem:
+    revived = item.model_copy(
+        update={
+            "status": WorkStatus.PENDING,
+            "attempts": 0,
+            "sweeps": 0,
+            "last_error": None,
+            "updated_at": deps.clock.now(),
+        }
+    )
+    deps.ledger.save_work(revived)
+    return revived
 
 
 def fail_work(deps: EngineDeps, ref: WorkRef, reason: str) -> bool:
