@@ -8,6 +8,7 @@ from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.limits import LAMBDA_MARGIN_MS
@@ -44,8 +45,23 @@ def settings() -> Settings:
     return Settings()
 
 
+# Counted each time a function refuses the search index it found (missing alias, another
+# vector dimension or engine); the monitoring construct alarms on it.
+SEARCH_INDEX_REFUSED_METRIC = "SearchIndexRefused"
+
+
+def _search_index_refused(reason: str) -> None:
+    logger.error("search index refused", extra={"reason": reason})
+    metrics.add_metric(name=SEARCH_INDEX_REFUSED_METRIC, unit=MetricUnit.Count, value=1)
+
+
 @cache
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
     current = settings()
-    return open_aws(current, embedder=build_embedder(current), extractor=build_extractor(current))
+    return open_aws(
+        current,
+        embedder=build_embedder(current),
+        extractor=build_extractor(current),
+        on_index_refused=_search_index_refused,
+    )

@@ -17,6 +17,24 @@ from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 
 ENV_PREFIX = "PRME_"
 
+EmbedderName = Literal["minilm", "hashing", "bedrock"]
+BedrockDimension = Literal[256, 512, 1024]
+# Titan Text Embeddings v2 answers in 256, 512 or 1024 dimensions; PRME asks for the largest.
+DEFAULT_BEDROCK_DIMENSION: BedrockDimension = 1024
+# Fixed by the models themselves (all-MiniLM-L6-v2; the hashing test double's default).
+_FIXED_DIMENSIONS = {"minilm": 384, "hashing": 64}
+
+
+def embedding_dimension(
+    embedder: EmbedderName, bedrock_dimension: int = DEFAULT_BEDROCK_DIMENSION
+) -> int:
+    """The vector dimension of an embedder setting: the one number the stack creates the
+    search index with and every function checks the index against (a test keeps it equal to
+    each embedder's own `model.dimension`)."""
+    if embedder == "bedrock":
+        return bedrock_dimension
+    return _FIXED_DIMENSIONS[embedder]
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -28,14 +46,14 @@ class Settings(BaseSettings):
     tenant_id: str = Field(default="local", min_length=1, max_length=128)
     # The owner `prme mcp` (stdio) acts for: a local agent's memory belongs to one user.
     mcp_user_id: str = Field(default="default", min_length=1, max_length=256)
-    embedder: Literal["minilm", "hashing", "bedrock"] = "minilm"
+    embedder: EmbedderName = "minilm"
     # MiniLM's linear layers: int8 weights (faster, cosine about 0.99 to float32) or float32
     # (sentence-transformers' exact vectors). Another vector space: changing it needs a reindex
     # (until then the vector channel reports embedding_model_mismatch).
     minilm_precision: Literal["int8", "float32"] = "int8"
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
-    bedrock_embedding_dimension: Literal[256, 512, 1024] = 1024
+    bedrock_embedding_dimension: BedrockDimension = DEFAULT_BEDROCK_DIMENSION
     # Extraction for POST /v1/ingest: the offline rules (default), Bedrock Converse, or any
     # OpenAI-compatible chat completions endpoint.
     extractor: Literal["rules", "bedrock", "openai"] = "rules"
@@ -80,6 +98,10 @@ class Settings(BaseSettings):
         if field not in cls.model_fields:
             raise KeyError(f"no setting named {field!r}")
         return f"{ENV_PREFIX}{field.upper()}"
+
+    @property
+    def embedding_dimension(self) -> int:
+        return embedding_dimension(self.embedder, self.bedrock_embedding_dimension)
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
