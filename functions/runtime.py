@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.limits import LAMBDA_MARGIN_MS
+from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
 from prme.engine.deadlines import Deadline, deadline_scope
@@ -43,11 +44,6 @@ def invocation_deadline(context: LambdaContext) -> Iterator[Deadline | None]:
 @cache
 def settings() -> Settings:
     return Settings()
-
-
-# Counted each time a function refuses the search index it found (missing alias, another
-# vector dimension or engine); the monitoring construct alarms on it.
-SEARCH_INDEX_REFUSED_METRIC = "SearchIndexRefused"
 
 
 def _search_index_refused(reason: str) -> None:

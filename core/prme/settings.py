@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
@@ -18,9 +18,9 @@ from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 ENV_PREFIX = "PRME_"
 
 EmbedderName = Literal["minilm", "hashing", "bedrock"]
-BedrockDimension = Literal[256, 512, 1024]
 # Titan Text Embeddings v2 answers in 256, 512 or 1024 dimensions; PRME asks for the largest.
-DEFAULT_BEDROCK_DIMENSION: BedrockDimension = 1024
+BEDROCK_DIMENSIONS = (256, 512, 1024)
+DEFAULT_BEDROCK_DIMENSION = 1024
 # Fixed by the models themselves (all-MiniLM-L6-v2; the hashing test double's default).
 _FIXED_DIMENSIONS = {"minilm": 384, "hashing": 64}
 
@@ -53,7 +53,9 @@ class Settings(BaseSettings):
     minilm_precision: Literal["int8", "float32"] = "int8"
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
-    bedrock_embedding_dimension: BedrockDimension = DEFAULT_BEDROCK_DIMENSION
+    # An int checked against the model's sizes, not a Literal: a Literal of ints refuses the
+    # text "1024" that an environment variable holds.
+    bedrock_embedding_dimension: int = DEFAULT_BEDROCK_DIMENSION
     # Extraction for POST /v1/ingest: the offline rules (default), Bedrock Converse, or any
     # OpenAI-compatible chat completions endpoint.
     extractor: Literal["rules", "bedrock", "openai"] = "rules"
@@ -98,6 +100,13 @@ class Settings(BaseSettings):
         if field not in cls.model_fields:
             raise KeyError(f"no setting named {field!r}")
         return f"{ENV_PREFIX}{field.upper()}"
+
+    @field_validator("bedrock_embedding_dimension")
+    @classmethod
+    def _titan_dimension(cls, value: int) -> int:
+        if value not in BEDROCK_DIMENSIONS:
+            raise ValueError(f"must be one of {', '.join(map(str, BEDROCK_DIMENSIONS))}")
+        return value
 
     @property
     def embedding_dimension(self) -> int:

@@ -12,8 +12,10 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from infra.components.function_factory import POWERTOOLS_METRICS_NAMESPACE
 from infra.components.queues import Queues
 from infra.config import DeploymentConfig
+from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
 
 _PERIOD = Duration.minutes(5)
 # Spelled out instead of the default `kms:*` for the account: administration only.
@@ -69,10 +71,37 @@ class Monitoring(Construct):
                 f"{name.capitalize()}Throttles", throttle_metric, f"{name} function throttled"
             )
 
+        self._alarm(
+            "SearchIndexRefused",
+            self._search_index_refused(functions),
+            "a function refused the search index (alias missing, or another vector dimension "
+            "or engine): see docs/deployment.md, 'The search index'",
+        )
+
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Dead-letter messages", left=dlq_metrics, width=8),
             cloudwatch.GraphWidget(title="Function errors", left=errors, width=8),
             cloudwatch.GraphWidget(title="Function throttles", left=throttles, width=8),
+        )
+
+    @staticmethod
+    def _search_index_refused(functions: dict[str, lambda_.Function]) -> cloudwatch.IMetric:
+        # Powertools puts each function's metrics under its service name (prme-<name>).
+        refusals = {
+            f"m{i}": cloudwatch.Metric(
+                namespace=POWERTOOLS_METRICS_NAMESPACE,
+                metric_name=SEARCH_INDEX_REFUSED_METRIC,
+                dimensions_map={"service": f"prme-{name}"},
+                statistic="Sum",
+                period=_PERIOD,
+            )
+            for i, name in enumerate(functions)
+        }
+        return cloudwatch.MathExpression(
+            expression=" + ".join(f"FILL({key}, 0)" for key in refusals),
+            using_metrics=refusals,
+            period=_PERIOD,
+            label="search index refusals",
         )
 
     def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, description: str) -> None:

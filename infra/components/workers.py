@@ -17,9 +17,11 @@ from infra.components.queues import Queues
 from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
-from prme.settings import Settings
+from prme.settings import Settings, embedding_dimension
 
 SQS_BATCH_SIZE = 10
+# The functions embed with Titan v2 at this dimension; the stack creates the index with it.
+EMBEDDING_DIMENSION = embedding_dimension("bedrock")
 
 
 def _consumer_timeout(visibility_timeout_s: int) -> Duration:
@@ -57,6 +59,7 @@ class Workers(Construct):
                 env("opensearch_auth"): "es",
                 env("embedder"): "bedrock",
                 env("bedrock_embedding_model_id"): config.embedding_model_id,
+                env("bedrock_embedding_dimension"): str(EMBEDDING_DIMENSION),
                 env("extractor"): "bedrock",
                 env("bedrock_extraction_model_id"): config.extraction_model_id,
             },
@@ -142,6 +145,17 @@ class Workers(Construct):
         # maintenance: the sweeper re-announces overdue pending work.
         for queue in (materialize, extract):
             queue.queue.grant_send_messages(self.maintenance)
+
+        # indexsetup: the custom resource that creates the search index at deploy time.
+        self.index_setup = factory.build(
+            FunctionSpec(
+                "indexsetup", "functions.index_setup.handler", 256, Duration.minutes(2), None
+            )
+        )
+        search.create_index(
+            self.index_setup, alias=config.search_index_alias, dimension=EMBEDDING_DIMENSION
+        )
+        self.functions["indexsetup"] = self.index_setup
 
     def _grant_table(self, function: lambda_.Function) -> None:
         self._storage.table.grant_read_write_data(function)

@@ -138,7 +138,11 @@ def test_alarms_cover_every_dlq_and_every_function(synth: Synth) -> None:
         for alarm in alarms:
             props = alarm["Properties"]
             # A labelled metric is rendered as a one-element metric math list.
-            stat = props["Metrics"][0]["MetricStat"]["Metric"] if "Metrics" in props else props
+            stat = (
+                props["Metrics"][0].get("MetricStat", {}).get("Metric", {})
+                if "Metrics" in props
+                else props
+            )
             if stat.get("MetricName") != metric:
                 continue
             assert props["ComparisonOperator"] == "GreaterThanThreshold"
@@ -163,7 +167,7 @@ def test_function_environment_uses_only_settings_names(synth: Synth) -> None:
         "POWERTOOLS_METRICS_NAMESPACE",
     }
     functions = synth.of_type("AWS::Lambda::Function").values()
-    assert len(functions) == 4
+    assert len(functions) == 5
     for function in functions:
         variables = function["Properties"]["Environment"]["Variables"]
         assert set(variables) <= allowed
@@ -185,6 +189,7 @@ def test_functions_are_arm64_python312_traced_from_the_shared_factory(synth: Syn
         "functions.materializer.handler",
         "functions.ingest_consumer.handler",
         "functions.maintenance.handler",
+        "functions.index_setup.handler",
     }
 
 

@@ -29,10 +29,12 @@ RESPONSE_KEYS = {
 def opensearch(
     monkeypatch: pytest.MonkeyPatch, opensearch_url: str, aws_names: AwsNames
 ) -> Iterator[Any]:
-    from functions import runtime
-
     monkeypatch.setenv("PRME_OPENSEARCH_URL", opensearch_url)
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "prme-indexsetup")
+    # Read when `functions.runtime` is first imported, which may be here.
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "PrmeTests")
+    from functions import runtime
+
     runtime.settings.cache_clear()
     client = build_opensearch_client(opensearch_url, auth="none", region=None)
     yield client

@@ -3,9 +3,8 @@ embedder the settings can build agrees with it."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 import pytest
+from pydantic import ValidationError
 
 from prme.composition import build_embedder
 from prme.settings import EmbedderName, Settings
@@ -29,8 +28,20 @@ def test_each_embedder_makes_vectors_of_the_dimension_its_setting_names(
 
 
 @pytest.mark.parametrize("dimension", [256, 512, 1024])
-def test_titan_v2_dimension_follows_its_setting(dimension: Literal[256, 512, 1024]) -> None:
-    settings = Settings(embedder="bedrock", bedrock_embedding_dimension=dimension)
+def test_titan_v2_dimension_follows_its_environment_variable(
+    dimension: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the stack sets it: text in the function's environment.
+    monkeypatch.setenv("PRME_EMBEDDER", "bedrock")
+    monkeypatch.setenv("PRME_BEDROCK_EMBEDDING_DIMENSION", str(dimension))
+    settings = Settings()
 
     assert settings.embedding_dimension == dimension
     assert build_embedder(settings).model.dimension == dimension
+
+
+def test_a_dimension_titan_v2_cannot_make_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRME_BEDROCK_EMBEDDING_DIMENSION", "384")
+
+    with pytest.raises(ValidationError):
+        Settings()

@@ -108,6 +108,22 @@ def open_aws(
     )
 
 
+def open_aws_credentials(settings: Settings, dynamodb: Any | None = None) -> CredentialService:
+    """API key management on the table alone: needs only PRME_TABLE_NAME, the region and AWS
+    credentials, so `prme keys` cannot go wrong on a setting it does not use (embedder,
+    queues, search domain)."""
+    from prme.backends.aws.deadline_clients import DeadlineBoundClient
+    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.clock import SystemClock
+
+    if dynamodb is None:
+        import boto3
+
+        session = boto3.session.Session()
+        dynamodb = DeadlineBoundClient(lambda config: session.client("dynamodb", config=config))
+    return CredentialService(DynamoDbLedger(dynamodb, settings.table_name), SystemClock())
+
+
 def bootstrap_from_settings(
     settings: Settings,
     clients: AwsClients,
