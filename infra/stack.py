@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Aspects, CfnOutput, Stack
 from constructs import Construct
 
 from infra.components.api import Api
+from infra.components.checkov_skips import SkipsByKind
 from infra.components.monitoring import Monitoring
 from infra.components.queues import Queues
 from infra.components.search import Search
@@ -28,6 +29,7 @@ class PrmeStack(Stack):
         )
         api = Api(self, "Api", config=config, function=workers.api)
         Monitoring(self, "Monitoring", config=config, queues=queues, functions=workers.functions)
+        Aspects.of(self).add(SkipsByKind())
 
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "TableName", value=storage.table.table_name)

@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
+from infra.components.checkov_skips import skip
 from infra.components.function_factory import FunctionFactory, FunctionSpec
 from infra.components.queues import Queues
 from infra.components.search import Search
@@ -73,6 +74,15 @@ class Workers(Construct):
                 "api", "functions.api.handler", 1024, Duration.seconds(29), concurrency["api"]
             )
         )
+        if concurrency["api"] is None:
+            skip(
+                self.api,
+                "CKV_AWS_115",
+                "The api's load is bounded by the HTTP API stage throttle (prme:apiRateLimit, "
+                "prme:apiBurstLimit) and the workers are capped separately; reserving concurrency "
+                "for it is opt-in (prme:apiReservedConcurrency): low-quota accounts cannot "
+                "reserve any.",
+            )
         self.materializer = factory.build(
             FunctionSpec(
                 "materializer",
@@ -162,8 +172,8 @@ class Workers(Construct):
         Validations.of(function.role or function).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{self._table_logical_id()}.Arn>/index/*]",
-                reason="Queries on the GSIs of this one table (owner-pending, pending); the "
-                "wildcard covers only that table's own index names.",
+                reason="Queries on the GSIs of this one table (owner-pending, pending, expiring); "
+                "the wildcard covers only that table's own index names.",
             )
         )
 
