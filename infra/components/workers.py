@@ -165,6 +165,13 @@ class Workers(Construct):
         search.create_index(
             self.index_setup, alias=config.search_index_alias, dimension=EMBEDDING_DIMENSION
         )
+        skip(
+            self.index_setup,
+            "CKV_AWS_115",
+            "Invoked only by CloudFormation, once per deploy of the index resource; reserving "
+            "concurrency for it would only take from the account's pool (low-quota accounts "
+            "cannot reserve any).",
+        )
         self.functions["indexsetup"] = self.index_setup
 
     def _grant_table(self, function: lambda_.Function) -> None:
