@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 UV := $(BIN)/uv
 PYTEST_ARGS ?=
 
-.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package check-template
+.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package check-template walk-deployment
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,9 @@ check-template: install $(CHECKOV_STAMP)  ## cfn-lint and checkov on the synthes
 
 unit: install
 	$(BIN)/python -m pytest tests/unit -q
+
+walk-deployment: install  ## docs/deployment.md, step by step, against the local AWS
+	localstack/with_local_aws.sh $(BIN)/python -m pytest tests/integration/test_deployment_walk.py -q
 
 bench: install
 	$(BIN)/python -m benchmarks.embedder_speed

@@ -8,9 +8,11 @@ from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.limits import LAMBDA_MARGIN_MS
+from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
 from prme.engine.deadlines import Deadline, deadline_scope
@@ -44,8 +46,18 @@ def settings() -> Settings:
     return Settings()
 
 
+def _search_index_refused(reason: str) -> None:
+    logger.error("search index refused", extra={"reason": reason})
+    metrics.add_metric(name=SEARCH_INDEX_REFUSED_METRIC, unit=MetricUnit.Count, value=1)
+
+
 @cache
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
     current = settings()
-    return open_aws(current, embedder=build_embedder(current), extractor=build_extractor(current))
+    return open_aws(
+        current,
+        embedder=build_embedder(current),
+        extractor=build_extractor(current),
+        on_index_refused=_search_index_refused,
+    )

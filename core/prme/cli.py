@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prme.composition import open_backend
+from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
 from prme.errors import PrmeError
 from prme.model.enums import CredentialRole
@@ -86,42 +87,51 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.backend == "aws":
+        from prme.backends.aws.service import open_aws_credentials
+
+        # Keys live in the table only: no embedder, queue or search setting is read.
+        return _manage_keys(args, settings, open_aws_credentials(settings))
     backend = open_backend(settings, args.data_dir)
     try:
-        service = backend.credentials
-        if args.keys_command == "create":
-            if args.operator == (args.user_id is not None):
-                print("give exactly one of --user-id NAME or --operator", file=sys.stderr)
-                return 2
-            issued = service.create(
-                tenant_id=settings.tenant_id,
-                owner_id=args.user_id,
-                role=CredentialRole.OPERATOR if args.operator else CredentialRole.OWNER,
-                label=args.label,
-            )
-            c = issued.credential
-            print(f"key_id: {c.key_id}\nrole: {c.role.value}\nuser_id: {c.owner_id or '-'}")
-            print(f"api_key: {issued.secret}")
-            print("Store the api_key now: only its hash is kept.", file=sys.stderr)
-        elif args.keys_command == "list":
-            for c in service.list(settings.tenant_id):
-                state = "revoked" if c.revoked_at else "active"
-                print(f"{c.key_id}  {c.role.value:8}  {c.owner_id or '-':20}  {state:7}  {c.label}")
-        else:
-            revoked = service.revoke(args.key_id)
-            print(f"revoked {revoked.key_id}")
-        return 0
+        return _manage_keys(args, settings, backend.credentials)
     finally:
         backend.close()
 
 
-def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
-    """Create the AWS resources (table, queues, index); safe to repeat."""
-    from prme.backends.aws.service import bootstrap_from_settings, build_clients
-    from prme.composition import build_embedder
+def _manage_keys(args: argparse.Namespace, settings: Settings, service: CredentialService) -> int:
+    if args.keys_command == "create":
+        if args.operator == (args.user_id is not None):
+            print("give exactly one of --user-id NAME or --operator", file=sys.stderr)
+            return 2
+        issued = service.create(
+            tenant_id=settings.tenant_id,
+            owner_id=args.user_id,
+            role=CredentialRole.OPERATOR if args.operator else CredentialRole.OWNER,
+            label=args.label,
+        )
+        c = issued.credential
+        print(f"key_id: {c.key_id}\nrole: {c.role.value}\nuser_id: {c.owner_id or '-'}")
+        print(f"api_key: {issued.secret}")
+        print("Store the api_key now: only its hash is kept.", file=sys.stderr)
+    elif args.keys_command == "list":
+        for c in service.list(settings.tenant_id):
+            state = "revoked" if c.revoked_at else "active"
+            print(f"{c.key_id}  {c.role.value:8}  {c.owner_id or '-':20}  {state:7}  {c.label}")
+    else:
+        revoked = service.revoke(args.key_id)
+        print(f"revoked {revoked.key_id}")
+    return 0
 
-    dimension = build_embedder(settings).model.dimension
-    bootstrap_from_settings(settings, build_clients(settings), dimension=dimension, say=print)
+
+def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
+    """Create the AWS resources (table, queues, index); safe to repeat. A CDK deployment
+    needs none of it (the stack makes all three); it sets up the local AWS or a hand-made one."""
+    from prme.backends.aws.service import bootstrap_from_settings, build_clients
+
+    bootstrap_from_settings(
+        settings, build_clients(settings), dimension=settings.embedding_dimension, say=print
+    )
     return 0
 
 

@@ -149,6 +149,22 @@ class IndexUnavailableError(PrmeError):
     default_detail = "Search index unavailable"
 
 
+class SearchIndexMismatchError(PrmeError):
+    """The search index this deployment names is missing or has another shape (no alias, a
+    plain index where the alias should be, another vector dimension or engine): the function
+    refuses to write or search instead of creating or filling a wrong index (HTTP 503).
+
+    `reason` says what was found, for the log and the operator; callers see only the detail
+    and `reason_code`."""
+
+    default_detail = "The search index is not set up for this deployment; nothing was written"
+    reason_code = "search_index_mismatch"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
 class EmbeddingUnavailableError(PrmeError):
     """The embedding model could not produce vectors."""
 
@@ -236,6 +252,7 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     # not 404/409/410 (the record exists and the caller did nothing wrong).
     (CorruptRecordError, 500),
     (IndexUnavailableError, 503),
+    (SearchIndexMismatchError, 503),
     (EmbeddingUnavailableError, 503),
     (ProcessingIncompleteError, 503),
 ]
@@ -272,4 +289,6 @@ def public_body(error: PrmeError) -> dict[str, Any]:
         }
     if isinstance(error, InvalidRequestError):
         return {"detail": error.errors()}
+    if isinstance(error, SearchIndexMismatchError):
+        return {"detail": error.detail, "reason_code": error.reason_code}
     return {"detail": error.detail}

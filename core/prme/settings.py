@@ -18,6 +18,24 @@ from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 ENV_PREFIX = "PRME_"
 
+EmbedderName = Literal["minilm", "hashing", "bedrock"]
+# Titan Text Embeddings v2 answers in 256, 512 or 1024 dimensions; PRME asks for the largest.
+BEDROCK_DIMENSIONS = (256, 512, 1024)
+DEFAULT_BEDROCK_DIMENSION = 1024
+# Fixed by the models themselves (all-MiniLM-L6-v2; the hashing test double's default).
+_FIXED_DIMENSIONS = {"minilm": 384, "hashing": 64}
+
+
+def embedding_dimension(
+    embedder: EmbedderName, bedrock_dimension: int = DEFAULT_BEDROCK_DIMENSION
+) -> int:
+    """The vector dimension of an embedder setting: the one number the stack creates the
+    search index with and every function checks the index against (a test keeps it equal to
+    each embedder's own `model.dimension`)."""
+    if embedder == "bedrock":
+        return bedrock_dimension
+    return _FIXED_DIMENSIONS[embedder]
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -29,14 +47,16 @@ class Settings(BaseSettings):
     tenant_id: str = Field(default="local", min_length=1, max_length=128)
     # The owner `prme mcp` (stdio) acts for: a local agent's memory belongs to one user.
     mcp_user_id: str = Field(default="default", min_length=1, max_length=256)
-    embedder: Literal["minilm", "hashing", "bedrock"] = "minilm"
+    embedder: EmbedderName = "minilm"
     # MiniLM's linear layers: int8 weights (faster, cosine about 0.99 to float32) or float32
     # (sentence-transformers' exact vectors). Another vector space: changing it needs a reindex
     # (until then the vector channel reports embedding_model_mismatch).
     minilm_precision: Literal["int8", "float32"] = "int8"
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
-    bedrock_embedding_dimension: Literal[256, 512, 1024] = 1024
+    # An int checked against the model's sizes, not a Literal: a Literal of ints refuses the
+    # text "1024" that an environment variable holds.
+    bedrock_embedding_dimension: int = DEFAULT_BEDROCK_DIMENSION
     # Extraction for POST /v1/ingest: the offline rules (default), Bedrock Converse, or any
     # OpenAI-compatible chat completions endpoint.
     extractor: Literal["rules", "bedrock", "openai"] = "rules"
@@ -106,6 +126,17 @@ class Settings(BaseSettings):
         if field not in cls.model_fields:
             raise KeyError(f"no setting named {field!r}")
         return f"{ENV_PREFIX}{field.upper()}"
+
+    @field_validator("bedrock_embedding_dimension")
+    @classmethod
+    def _titan_dimension(cls, value: int) -> int:
+        if value not in BEDROCK_DIMENSIONS:
+            raise ValueError(f"must be one of {', '.join(map(str, BEDROCK_DIMENSIONS))}")
+        return value
+
+    @property
+    def embedding_dimension(self) -> int:
+        return embedding_dimension(self.embedder, self.bedrock_embedding_dimension)
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

@@ -15,8 +15,10 @@ from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
 from infra.components.alarm_topic import alarm_topic
+from infra.components.function_factory import POWERTOOLS_METRICS_NAMESPACE
 from infra.components.queues import Queues
 from infra.config import DeploymentConfig
+from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
 
 _PERIOD = Duration.minutes(5)
 _MINUTE = Duration.minutes(1)
@@ -129,9 +131,18 @@ class Monitoring(Construct):
             self._alarm(
                 f"{name.capitalize()}Throttles", throttle_metric, 0, f"{name} function throttled"
             )
+        refused = self._search_index_refused(functions)
+        self._alarm(
+            "SearchIndexRefused",
+            refused,
+            0,
+            "a function refused the search index (alias missing, or another vector dimension "
+            "or engine): see docs/deployment.md, 'The search index'",
+        )
         self._widgets(
-            cloudwatch.GraphWidget(title="Function errors", left=errors, width=12),
-            cloudwatch.GraphWidget(title="Function throttles", left=throttles, width=12),
+            cloudwatch.GraphWidget(title="Function errors", left=errors, width=8),
+            cloudwatch.GraphWidget(title="Function throttles", left=throttles, width=8),
+            cloudwatch.GraphWidget(title="Search index refusals", left=[refused], width=8),
         )
 
     def _search(self, config: DeploymentConfig, domain: opensearch.Domain) -> None:
@@ -222,6 +233,26 @@ class Monitoring(Construct):
                 f"Bedrock throttles the {purpose.lower()} model",
             )
         self._widgets(cloudwatch.GraphWidget(title="Bedrock throttles", left=throttled, width=12))
+
+    @staticmethod
+    def _search_index_refused(functions: dict[str, lambda_.Function]) -> cloudwatch.IMetric:
+        # Powertools puts each function's metrics under its service name (prme-<name>).
+        refusals = {
+            f"m{i}": cloudwatch.Metric(
+                namespace=POWERTOOLS_METRICS_NAMESPACE,
+                metric_name=SEARCH_INDEX_REFUSED_METRIC,
+                dimensions_map={"service": f"prme-{name}"},
+                statistic="Sum",
+                period=_PERIOD,
+            )
+            for i, name in enumerate(functions)
+        }
+        return cloudwatch.MathExpression(
+            expression=" + ".join(f"FILL({key}, 0)" for key in refusals),
+            using_metrics=refusals,
+            period=_PERIOD,
+            label="search index refusals",
+        )
 
     def _widgets(self, *widgets: cloudwatch.IWidget) -> None:
         self._dashboard.add_widgets(*widgets)

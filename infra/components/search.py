@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import cast
+from typing import Any, cast
 
-from aws_cdk import Acknowledgment, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, CustomResource, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
 from infra.components.checkov_skips import skip
 from infra.config import DEDICATED_MASTER_COUNT, DeploymentConfig
+from prme.backends.aws import resources
 
 ENGINE_VERSION = opensearch.EngineVersion.OPENSEARCH_2_19
 # Every HTTP verb the index adapter uses; never `es:*` (that includes domain administration).
@@ -24,6 +27,13 @@ HTTP_ACTIONS = (
     "es:ESHttpPut",
     "es:ESHttpDelete",
 )
+# What creating the index needs (functions/index_setup.py): HEAD and GET to find the alias and
+# read the mapping, PUT to create the index, add fields to its mapping and set the alias.
+INDEX_SETUP_ACTIONS = ("es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPut")
+
+
+def _fingerprint(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _zone_awareness(count: int) -> opensearch.ZoneAwarenessConfig:
@@ -124,6 +134,7 @@ class Search(Construct):
             "versioned indexes, _bulk, _msearch); `domain/<name>/*` is resource-scoped.",
         )
         self._principals: list[iam.IRole] = []
+        self._index_setup_principals: list[iam.IRole] = []
         self._acknowledge(count, dedicated_masters=config.search_master_instance_type is not None)
 
     @property
@@ -137,20 +148,60 @@ class Search(Construct):
         )
         self._principals.append(role)
         Validations.of(role).acknowledge(self.paths_acknowledgment)
+        self._write_access_policy()
+
+    def _write_access_policy(self) -> None:
         # Set on the CloudFormation resource directly: the construct's `access_policies`
         # would deploy a custom resource (another Lambda function) to apply it.
+        statements = [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": [p.role_arn for p in principals]},
+                "Action": list(actions),
+                "Resource": self.paths_arn,
+            }
+            for principals, actions in (
+                (self._principals, HTTP_ACTIONS),
+                (self._index_setup_principals, INDEX_SETUP_ACTIONS),
+            )
+            if principals
+        ]
         cfn = cast(opensearch.CfnDomain, self.domain.node.default_child)
-        cfn.access_policies = {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"AWS": [p.role_arn for p in self._principals]},
-                    "Action": list(HTTP_ACTIONS),
-                    "Resource": self.paths_arn,
-                }
-            ],
-        }
+        cfn.access_policies = {"Version": "2012-10-17", "Statement": statements}
+
+    def create_index(
+        self, function: lambda_.Function, *, alias: str, dimension: int
+    ) -> CustomResource:
+        """The index alias and its versioned index, made at deploy time by `function`
+        (functions/index_setup.py) from the application's own definition, for vectors of
+        `dimension`. A custom resource served by our own function: CDK's Provider framework
+        would add a Node.js function. Deleting the resource leaves the index (derived data)."""
+        role = function.role
+        if role is None:  # the factory always gives one
+            raise ValueError(f"{function.node.path} has no role to create the index with")
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(INDEX_SETUP_ACTIONS), resources=[self.paths_arn])
+        )
+        Validations.of(role).acknowledge(self.paths_acknowledgment)
+        self._index_setup_principals.append(role)
+        self._write_access_policy()
+        index = CustomResource(
+            self,
+            "Index",
+            service_token=function.function_arn,
+            resource_type="Custom::PrmeSearchIndex",
+            # Read by functions/index_setup.py (ALIAS_PROPERTY, DIMENSION_PROPERTY). The
+            # mapping's fingerprint is there so that a deploy that changes the index
+            # definition updates the resource, which adds new fields to the live index.
+            properties={
+                "IndexAlias": alias,
+                "Dimension": str(dimension),
+                "MappingFingerprint": _fingerprint(resources.index_body(dimension)),
+            },
+        )
+        # The domain's access policy must name the role before the function calls the domain.
+        index.node.add_dependency(self.domain)
+        return index
 
     def _acknowledge(self, count: int, *, dedicated_masters: bool) -> None:
         acks = [

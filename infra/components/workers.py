@@ -19,7 +19,10 @@ from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
 from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES
-from prme.settings import Settings
+from prme.settings import Settings, embedding_dimension
+
+# The functions embed with Titan v2 at this dimension; the stack creates the index with it.
+EMBEDDING_DIMENSION = embedding_dimension("bedrock")
 
 
 class Workers(Construct):
@@ -55,6 +58,7 @@ class Workers(Construct):
                 env("opensearch_auth"): "es",
                 env("embedder"): "bedrock",
                 env("bedrock_embedding_model_id"): config.embedding_model_id,
+                env("bedrock_embedding_dimension"): str(EMBEDDING_DIMENSION),
                 env("extractor"): "bedrock",
                 env("bedrock_extraction_model_id"): config.extraction_model_id,
             },
@@ -165,6 +169,24 @@ class Workers(Construct):
         # maintenance: the sweeper re-announces overdue pending work.
         for queue in (materialize, extract):
             queue.queue.grant_send_messages(self.maintenance)
+
+        # indexsetup: the custom resource that creates the search index at deploy time.
+        self.index_setup = factory.build(
+            FunctionSpec(
+                "indexsetup", "functions.index_setup.handler", 256, Duration.minutes(2), None
+            )
+        )
+        search.create_index(
+            self.index_setup, alias=config.search_index_alias, dimension=EMBEDDING_DIMENSION
+        )
+        skip(
+            self.index_setup,
+            "CKV_AWS_115",
+            "Invoked only by CloudFormation, once per deploy of the index resource; reserving "
+            "concurrency for it would only take from the account's pool (low-quota accounts "
+            "cannot reserve any).",
+        )
+        self.functions["indexsetup"] = self.index_setup
 
     def _grant_table(self, function: lambda_.Function) -> None:
         self._storage.table.grant_read_write_data(function)

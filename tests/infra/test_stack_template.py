@@ -31,7 +31,8 @@ def test_every_function_environment_and_role_resolve_to_the_local_names(
         statements = json.dumps(stack_template.role_statements(name, BINDING))
         # Nothing left unresolved, and no deployed name leaks past the binding.
         assert "Fn::" not in statements and '"Ref"' not in statements
-        assert "table/t-table" in statements
+        if name != "indexsetup":  # the index custom resource never touches the table
+            assert "table/t-table" in statements
         assert ":prme-" not in statements
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.aws_support import AwsNames
+from tests.integration.cfn_support import response_catcher  # noqa: F401 - a fixture
 from tests.integration.lambda_support import Deployed, deployed_environment
 
 

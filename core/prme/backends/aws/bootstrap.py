@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prme.backends.aws import resources
+from prme.errors import SearchIndexMismatchError
 
 
 def ensure_table(dynamodb: Any, table_name: str) -> bool:
@@ -67,6 +68,12 @@ def ensure_index(opensearch: Any, alias: str, dimension: int, *, replicas: int =
             index=alias, body={"properties": resources.added_properties()}
         )
         return False
+    if opensearch.indices.exists(index=alias):
+        # A plain index under the alias's name (a write auto-created it before setup): the
+        # alias cannot be added while it exists, and deleting it is the operator's decision.
+        raise SearchIndexMismatchError(
+            f"{alias} is a plain index, not an alias; delete it, then create the index again"
+        )
     name = resources.index_name(alias)
     if not opensearch.indices.exists(index=name):
         opensearch.indices.create(

@@ -5,22 +5,23 @@ Also builds the opensearch-py client for a local node (plain HTTP) or Amazon Ope
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
-from opensearchpy.exceptions import OpenSearchException
+from opensearchpy.exceptions import NotFoundError, OpenSearchException
 
-from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD
+from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD, index_body
 from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.engine.deadlines import remaining_seconds
-from prme.errors import IndexUnavailableError
+from prme.errors import IndexUnavailableError, SearchIndexMismatchError
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
 
@@ -38,6 +39,8 @@ _RECENT_MAX = 500
 _MIN_ATTEMPT_S = 0.05
 
 Query = dict[str, Any]
+
+_log = logging.getLogger(__name__)
 
 
 def _millis(value: datetime) -> int:
@@ -215,12 +218,88 @@ class RecentSessionWrites:
             self._written.popitem(last=False)
 
 
-class OpenSearchIndex:
-    """Implements the `SearchIndex` port on an OpenSearch alias created by `ensure_index`."""
+@dataclass(frozen=True)
+class VectorShape:
+    """What makes stored vectors searchable by this code: their dimension and k-NN method."""
 
-    def __init__(self, client: Any, alias: str, *, refresh_on_write: bool = False) -> None:
+    dimension: int
+    engine: str
+    space_type: str
+
+    @classmethod
+    def of_mapping(cls, mappings: Mapping[str, Any]) -> VectorShape | None:
+        field = mappings.get("properties", {}).get(VECTOR_FIELD, {})
+        if field.get("type") != "knn_vector":
+            return None
+        method = field.get("method", {})
+        return cls(
+            dimension=int(field.get("dimension", 0)),
+            engine=str(method.get("engine", "")),
+            space_type=str(method.get("space_type", "")),
+        )
+
+    @classmethod
+    def expected(cls, dimension: int) -> VectorShape:
+        """The shape the index definition (`resources.index_body`) gives the vector field."""
+        shape = cls.of_mapping(index_body(dimension)["mappings"])
+        if shape is None:  # pragma: no cover - the definition always maps the vector field
+            raise AssertionError("the index definition has no knn_vector field")
+        return shape
+
+    def describe(self) -> str:
+        return f"dimension {self.dimension}, engine {self.engine}, space {self.space_type}"
+
+
+def index_problem(client: Any, alias: str, expected: VectorShape, **params: float) -> str | None:
+    """What is wrong with the index behind `alias` for vectors of `expected` shape, or None.
+
+    One GET: on an alias it answers with the index behind it, on a plain index with that
+    index under its own name. Raises OpenSearchException when the node cannot answer."""
+    try:
+        found: Mapping[str, Any] = client.indices.get(index=alias, **params)
+    except NotFoundError:
+        return f"no alias {alias} exists (the stack's index setup creates it)"
+    if alias in found:
+        return (
+            f"{alias} is a plain index, not an alias (a write created it before the index was "
+            "set up); delete that index, then deploy again or run the index setup"
+        )
+    if len(found) != 1:
+        return f"alias {alias} points at {len(found)} indexes; exactly one is expected"
+    ((name, index),) = found.items()
+    shape = VectorShape.of_mapping(index.get("mappings", {}))
+    if shape is None:
+        return f"index {name} behind alias {alias} has no knn_vector field {VECTOR_FIELD}"
+    if shape != expected:
+        return (
+            f"index {name} behind alias {alias} has vectors of {shape.describe()}; this "
+            f"deployment embeds {expected.describe()} (reindex into an index of that shape)"
+        )
+    return None
+
+
+class OpenSearchIndex:
+    """Implements the `SearchIndex` port on an OpenSearch alias created by `ensure_index`.
+
+    Given the `expected` vector shape, it checks the index behind the alias before its first
+    write or search and refuses (`SearchIndexMismatchError`) while that index is missing or
+    of another shape; the check passes once per instance (a Lambda container keeps one)."""
+
+    def __init__(
+        self,
+        client: Any,
+        alias: str,
+        *,
+        refresh_on_write: bool = False,
+        expected: VectorShape | None = None,
+        on_refused: Callable[[str], None] | None = None,
+    ) -> None:
         self._client = client
         self._alias = alias
+        self._expected = expected
+        self._on_refused = on_refused
+        self._verified = expected is None
+        self._verify_lock = threading.Lock()
         # The client retries a timed-out request itself (`retry_on_timeout`): a deadline is
         # shared by that many attempts, each with the client's own timeout as a ceiling.
         transport = getattr(client, "transport", None)
@@ -240,11 +319,35 @@ class OpenSearchIndex:
             raise IndexUnavailableError()
         return {"request_timeout": per_attempt}
 
+    def _verify(self) -> None:
+        """Refuse to use an index this code cannot fill or search; checked until it passes."""
+        if self._verified:
+            return
+        assert self._expected is not None  # noqa: S101 - unverified only with a shape to check
+        with self._verify_lock:
+            if self._verified:
+                return
+            try:
+                problem = index_problem(
+                    self._client, self._alias, self._expected, **self._deadline_params()
+                )
+            except OpenSearchException as exc:
+                raise IndexUnavailableError() from exc
+            if problem is None:
+                self._verified = True
+                return
+        if self._on_refused is not None:
+            self._on_refused(problem)
+        else:
+            _log.error("search index refused", extra={"reason": problem, "alias": self._alias})
+        raise SearchIndexMismatchError(problem)
+
     # -- writes ------------------------------------------------------------------------
 
     def upsert(self, documents: Sequence[IndexDocument]) -> None:
         if not documents:
             return
+        self._verify()
         body: list[dict[str, Any]] = []
         for doc in documents:
             action = {
@@ -254,8 +357,10 @@ class OpenSearchIndex:
             }
             body.extend(({"index": action}, to_source(doc)))
         try:
+            # `require_alias`: without it a write to a missing alias would create a plain
+            # index of that name with guessed mappings, which then blocks the real alias.
             response = self._client.bulk(
-                body=body, refresh=self._refresh, **self._deadline_params()
+                body=body, refresh=self._refresh, require_alias=True, **self._deadline_params()
             )
         except OpenSearchException as exc:
             raise IndexUnavailableError() from exc
@@ -275,6 +380,7 @@ class OpenSearchIndex:
     # -- reads -------------------------------------------------------------------------
 
     def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
+        self._verify()
         header = {"index": self._alias, "routing": owner.tenant_id}
         body: list[dict[str, Any]] = [header, self._models_request(owner)]
         run_lexical = query.lexical_k > 0
@@ -341,6 +447,7 @@ class OpenSearchIndex:
         materialization pay a round trip per record)."""
         if not lookups:
             return []
+        self._verify()
         body: list[Query] = []
         for session_id, before in lookups:
             body.append({"index": self._alias, "routing": owner.tenant_id})
@@ -372,6 +479,7 @@ class OpenSearchIndex:
         """Two searches per anchor (before and after it), all in one `_msearch` request."""
         if not anchors or radius <= 0:
             return [[] for _ in anchors]
+        self._verify()
         body: list[Query] = []
         for session_id, when, node_id in anchors:
             at = _millis(when)

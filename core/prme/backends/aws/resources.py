@@ -135,6 +135,9 @@ def queue_specs(prefix: str) -> dict[str, QueueSpec]:
 
 # -- OpenSearch -----------------------------------------------------------------------
 INDEX_VERSION = 1
+# Metric a function counts when it refuses the index it found (missing alias, another vector
+# dimension or engine); the stack alarms on it.
+SEARCH_INDEX_REFUSED_METRIC = "SearchIndexRefused"
 VECTOR_FIELD = "vector"
 # A record's own embedding, kept only to be read back (never searched, no doc values).
 CONTENT_VECTOR_FIELD = "content_vector"

@@ -63,9 +63,13 @@ def open_aws(
     token_counter: TokenCounter | None = None,
     config: EngineConfig | None = None,
     refresh_on_write: bool | None = None,
+    on_index_refused: Callable[[str], None] | None = None,
 ) -> AwsBackend:
+    """The engine on the AWS adapters. The index adapter checks, before its first write or
+    search, that the alias leads to an index made for this embedder's vectors, and refuses
+    otherwise (`on_index_refused` hears the reason, e.g. to count it in a metric)."""
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
-    from prme.backends.aws.opensearch_index import OpenSearchIndex
+    from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
     from prme.backends.aws.sqs_queue import SqsWorkQueue
     from prme.backends.clock import SystemClock
@@ -88,6 +92,8 @@ def open_aws(
                 if refresh_on_write is None
                 else refresh_on_write
             ),
+            expected=VectorShape.expected(embedder.model.dimension),
+            on_refused=on_index_refused,
         ),
         queue=SqsWorkQueue(clients.sqs, queue_urls),
         embedder=embedder,
@@ -100,6 +106,22 @@ def open_aws(
     return AwsBackend(
         engine=MemoryEngine(deps), credentials=CredentialService(ledger, clock), clients=clients
     )
+
+
+def open_aws_credentials(settings: Settings, dynamodb: Any | None = None) -> CredentialService:
+    """API key management on the table alone: needs only PRME_TABLE_NAME, the region and AWS
+    credentials, so `prme keys` cannot go wrong on a setting it does not use (embedder,
+    queues, search domain)."""
+    from prme.backends.aws.deadline_clients import DeadlineBoundClient
+    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.clock import SystemClock
+
+    if dynamodb is None:
+        import boto3
+
+        session = boto3.session.Session()
+        dynamodb = DeadlineBoundClient(lambda config: session.client("dynamodb", config=config))
+    return CredentialService(DynamoDbLedger(dynamodb, settings.table_name), SystemClock())
 
 
 def bootstrap_from_settings(
