@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
-from prme.backends.aws.resources import queue_specs
+from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC, queue_specs
 from prme.engine.aliases import AliasScanBudget
 from prme.engine.materialize import SWEPT_FAMILIES
 from prme.model.enums import WorkFamily
@@ -43,7 +43,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept.announced)
-    metrics.add_metric(name="OverdueWorkFailed", unit=MetricUnit.Count, value=swept.failed)
+    metrics.add_metric(name=OVERDUE_WORK_FAILED_METRIC, unit=MetricUnit.Count, value=swept.failed)
     for item, last_error in swept.failures:
         logger.warning(
             "overdue work failed",

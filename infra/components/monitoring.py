@@ -18,7 +18,7 @@ from infra.components.alarm_topic import alarm_topic
 from infra.components.function_factory import POWERTOOLS_METRICS_NAMESPACE
 from infra.components.queues import Queues
 from infra.config import DeploymentConfig
-from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
+from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC, SEARCH_INDEX_REFUSED_METRIC
 
 _PERIOD = Duration.minutes(5)
 _MINUTE = Duration.minutes(1)
@@ -139,10 +139,29 @@ class Monitoring(Construct):
             "a function refused the search index (alias missing, or another vector dimension "
             "or engine): see docs/deployment.md, 'The search index'",
         )
+        gave_up = cloudwatch.Metric(
+            namespace=POWERTOOLS_METRICS_NAMESPACE,
+            metric_name=OVERDUE_WORK_FAILED_METRIC,
+            dimensions_map={"service": "prme-maintenance"},
+            statistic="Sum",
+            period=_PERIOD,
+            label="work failed by the sweeper",
+        )
+        # Work the sweeper fails never reaches a dead-letter queue, so no DLQ alarm sees it.
+        self._alarm(
+            "OverdueWorkFailed",
+            gave_up,
+            0,
+            "the maintenance sweeper failed work that stayed pending through its re-announcements",
+        )
         self._widgets(
             cloudwatch.GraphWidget(title="Function errors", left=errors, width=8),
             cloudwatch.GraphWidget(title="Function throttles", left=throttles, width=8),
-            cloudwatch.GraphWidget(title="Search index refusals", left=[refused], width=8),
+            cloudwatch.GraphWidget(
+                title="Search index refusals, work failed by the sweeper",
+                left=[refused, gave_up],
+                width=8,
+            ),
         )
 
     def _search(self, config: DeploymentConfig, domain: opensearch.Domain) -> None:

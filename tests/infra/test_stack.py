@@ -628,3 +628,14 @@ def test_the_api_functions_body_limit_fits_lambdas_invoke_payload(synth: Synth) 
     limit = int(api["Properties"]["Environment"]["Variables"][Settings.env_name("max_body_bytes")])
     assert limit == LAMBDA_MAX_BODY_BYTES
     assert 3 * limit + 64 * 1024 <= LAMBDA_PAYLOAD_BYTES
+
+
+def test_work_the_sweeper_gives_up_on_raises_an_alarm(synth: Synth) -> None:
+    """Work failed by the maintenance sweeper never reaches a DLQ, so it has its own alarm on
+    the metric the maintenance function publishes."""
+    from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC
+
+    (alarm,) = _only(_alarm_specs(synth), "PRME", OVERDUE_WORK_FAILED_METRIC)
+    assert alarm.dimensions == {"service": "prme-maintenance"}
+    assert (alarm.statistic, alarm.threshold) == ("Sum", 0)
+    assert alarm.comparison == "GreaterThanThreshold"

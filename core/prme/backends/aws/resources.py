@@ -138,6 +138,8 @@ INDEX_VERSION = 1
 # Metric a function counts when it refuses the index it found (missing alias, another vector
 # dimension or engine); the stack alarms on it.
 SEARCH_INDEX_REFUSED_METRIC = "SearchIndexRefused"
+# Published by the maintenance function for work the sweeper gave up on (no DLQ sees it).
+OVERDUE_WORK_FAILED_METRIC = "OverdueWorkFailed"
 VECTOR_FIELD = "vector"
 # A record's own embedding, kept only to be read back (never searched, no doc values).
 CONTENT_VECTOR_FIELD = "content_vector"
