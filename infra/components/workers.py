@@ -10,6 +10,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.components.function_factory import FunctionFactory, FunctionSpec
@@ -21,10 +22,81 @@ from prme.settings import Settings
 
 SQS_BATCH_SIZE = 10
 
+# The DynamoDB actions the ledger (core/prme/backends/aws/dynamodb_ledger.py) calls from a
+# function: key reads, batched key reads, queries (of the table and its GSIs) and conditional
+# writes, alone or in a transaction (AWS authorizes TransactWriteItems by its items' actions:
+# the ledger's hold Puts and Updates). Scan serves only the CLI's operator listings; nothing
+# deletes items, writes in batches, describes the table or reads its stream.
+LEDGER_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+# Sending work: the queue's URL is resolved at startup, then messages go in batches (which AWS
+# authorizes as SendMessage). No queue attributes are read.
+SEND_ACTIONS = ("sqs:GetQueueUrl", "sqs:SendMessage")
+# The regions each geography's cross-region inference profile routes to, by the profile id's
+# prefix (`us.anthropic...`). AWS extends these lists over time; a request routed to a region
+# missing here is denied, so a new one is added here.
+INFERENCE_PROFILE_REGIONS: dict[str, tuple[str, ...]] = {
+    "us": ("us-east-1", "us-east-2", "us-west-1", "us-west-2"),
+    "eu": (
+        "eu-central-1",
+        "eu-central-2",
+        "eu-north-1",
+        "eu-south-1",
+        "eu-south-2",
+        "eu-west-1",
+        "eu-west-2",
+        "eu-west-3",
+    ),
+    "apac": (
+        "ap-northeast-1",
+        "ap-northeast-2",
+        "ap-northeast-3",
+        "ap-south-1",
+        "ap-south-2",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-southeast-3",
+        "ap-southeast-4",
+    ),
+    # A global profile routes to any commercial region.
+    "global": ("*",),
+}
+
 
 def _consumer_timeout(visibility_timeout_s: int) -> Duration:
     # SQS needs visibility >= function timeout; half leaves room for a retry inside one lease.
     return Duration.seconds(visibility_timeout_s // 2)
+
+
+def model_resources(stack: Stack, model_id: str) -> list[str]:
+    """What InvokeModel on `model_id` is authorized against.
+
+    A foundation-model id: that model in the stack's region. An inference profile id
+    (`<geography>.<model>`): the profile in this account and region, and the model in every
+    region the profile routes to, since each routed request is authorized there too."""
+    geography, _, model = model_id.partition(".")
+    if geography not in INFERENCE_PROFILE_REGIONS or not model:
+        return [_foundation_model_arn(stack, stack.region, model_id)]
+    profile = stack.format_arn(
+        service="bedrock", resource="inference-profile", resource_name=model_id
+    )
+    regions = INFERENCE_PROFILE_REGIONS[geography]
+    return [profile, *(_foundation_model_arn(stack, region, model) for region in regions)]
+
+
+def _foundation_model_arn(stack: Stack, region: str, model_id: str) -> str:
+    return stack.format_arn(
+        service="bedrock",
+        region=region,
+        account="",
+        resource="foundation-model",
+        resource_name=model_id,
+    )
 
 
 class Workers(Construct):
@@ -127,24 +199,34 @@ class Workers(Construct):
             self._grant_table(function)
         # api: stores (index first, then commit, announce on failure) and retrieves.
         for queue in (materialize, extract, ingest):
-            queue.queue.grant_send_messages(self.api)
+            self._grant_send(self.api, queue.queue)
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
         # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
-        extract.queue.grant_send_messages(self.materializer)
+        self._grant_send(self.materializer, extract.queue)
         self._grant_search(self.materializer)
         self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
         # ingest: commits fast-ingest batches and announces their materialization; the
-        # backend resolves both work queues when it starts.
+        # backend resolves both work queues when it starts. A message that can never be
+        # valid is parked in the ingest DLQ by the function itself, with its reason.
         for queue in (materialize, extract):
-            queue.queue.grant_send_messages(self.ingest)
+            self._grant_send(self.ingest, queue.queue)
+        self._grant_send(self.ingest, ingest.dead_letter_queue)
         # maintenance: the sweeper re-announces overdue pending work.
         for queue in (materialize, extract):
-            queue.queue.grant_send_messages(self.maintenance)
+            self._grant_send(self.maintenance, queue.queue)
 
-    def _grant_table(self, function: lambda_.Function) -> None:
-        self._storage.table.grant_read_write_data(function)
+    def _grant_table(
+        self, function: lambda_.Function, actions: tuple[str, ...] = LEDGER_ACTIONS
+    ) -> None:
+        table = self._storage.table
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(actions),
+                resources=[table.table_arn, f"{table.table_arn}/index/*"],
+            )
+        )
         Validations.of(function.role or function).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{self._table_logical_id()}.Arn>/index/*]",
@@ -153,26 +235,24 @@ class Workers(Construct):
             )
         )
 
+    def _grant_send(self, function: lambda_.Function, queue: sqs.IQueue) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(SEND_ACTIONS), resources=[queue.queue_arn])
+        )
+
     def _grant_search(self, function: lambda_.Function) -> None:
         if function.role is None:  # the factory always gives one
             raise ValueError(f"{function.node.path} has no role to grant search access to")
         self._search.grant_http(function.role)
 
     def _grant_models(self, function: lambda_.Function, *model_ids: str) -> None:
-        stack = Stack.of(self)
+        """InvokeModel (which Converse is authorized as) on each model, named either by a
+        foundation-model id or by a cross-region inference profile id."""
+        resources: list[str] = []
+        for model_id in model_ids:
+            resources.extend(model_resources(Stack.of(self), model_id))
         function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[
-                    stack.format_arn(
-                        service="bedrock",
-                        account="",
-                        resource="foundation-model",
-                        resource_name=model_id,
-                    )
-                    for model_id in model_ids
-                ],
-            )
+            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
         )
 
     def _table_logical_id(self) -> str:

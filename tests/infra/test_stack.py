@@ -13,6 +13,7 @@ import pytest
 
 from prme.backends.aws import resources
 from prme.settings import Settings
+from tests.stack_template import LOCAL_ACCOUNT, LocalBinding, StackTemplate, synthesize
 
 if TYPE_CHECKING:
     from aws_cdk.assertions import Template
@@ -161,6 +162,8 @@ def test_function_environment_uses_only_settings_names(synth: Synth) -> None:
     allowed = {Settings.env_name(field) for field in Settings.model_fields} | {
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
+        "POWERTOOLS_TRACER_CAPTURE_RESPONSE",
+        "POWERTOOLS_TRACER_CAPTURE_ERROR",
     }
     functions = synth.of_type("AWS::Lambda::Function").values()
     assert len(functions) == 4
@@ -208,18 +211,81 @@ def test_no_policy_statement_allows_wildcard_actions(synth: Synth) -> None:
             assert not wildcard.match(action), statement
 
 
-def test_bedrock_grants_name_specific_foundation_models(synth: Synth) -> None:
-    bedrock = [
+def test_bedrock_grants_name_specific_foundation_models(stack_template: StackTemplate) -> None:
+    for function in ("api", "materializer"):
+        (statement,) = _model_statements(stack_template, function)
+        assert sorted(statement["Resource"]) == [
+            "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0",
+            "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0",
+        ]
+
+
+def test_bedrock_grants_follow_an_inference_profile_to_every_region_it_routes_to(
+    tmp_path: Path,
+) -> None:
+    profile = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
+    template = StackTemplate(synthesize(tmp_path, {"prme:extractionModelId": profile}))
+    (statement,) = _model_statements(template, "materializer")
+    assert sorted(statement["Resource"]) == [
+        f"arn:aws:bedrock:us-east-1:{LOCAL_ACCOUNT}:inference-profile/{profile}",
+        "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0",
+        *(
+            f"arn:aws:bedrock:{region}::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0"
+            for region in ("us-east-1", "us-east-2", "us-west-1", "us-west-2")
+        ),
+    ]
+
+
+def _model_statements(template: StackTemplate, function: str) -> list[dict[str, Any]]:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    return [
         s
-        for s in _statements(synth.of_type("AWS::IAM::Policy"))
+        for s in template.role_statements(function, binding)
         if "bedrock:InvokeModel" in _listed(s["Action"])
     ]
-    assert bedrock
-    rendered = json.dumps(bedrock)
-    assert "foundation-model/amazon.titan-embed-text-v2:0" in rendered
-    assert "foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in rendered
-    for statement in bedrock:
-        assert statement["Resource"] != "*"
+
+
+def test_traces_hold_neither_responses_nor_errors(stack_template: StackTemplate) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    for function in stack_template.function_names():
+        environment = stack_template.environment(function, binding)
+        assert environment["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false", function
+        assert environment["POWERTOOLS_TRACER_CAPTURE_ERROR"] == "false", function
+
+
+def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
+    stack_template: StackTemplate,
+) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    table_arn = f"arn:aws:dynamodb:us-east-1:{LOCAL_ACCOUNT}:table/table"
+    for function in stack_template.function_names():
+        statements = stack_template.role_statements(function, binding)
+        table = [s for s in statements if _listed(s["Resource"])[0].startswith(table_arn)]
+        (grant,) = table
+        assert sorted(_listed(grant["Action"])) == [
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+        ], function
+        assert _listed(grant["Resource"]) == [table_arn, f"{table_arn}/index/*"]
+        sends = [s for s in statements if "sqs:SendMessage" in _listed(s["Action"])]
+        assert sends, function
+        for send in sends:
+            assert sorted(_listed(send["Action"])) == ["sqs:GetQueueUrl", "sqs:SendMessage"]
+
+
+def test_ingest_consumer_may_park_messages_in_its_own_dlq(stack_template: StackTemplate) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    dlq = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest-dlq"
+    granted = {
+        action
+        for s in stack_template.role_statements("ingest", binding)
+        if dlq in _listed(s["Resource"])
+        for action in _listed(s["Action"])
+    }
+    assert granted == {"sqs:GetQueueUrl", "sqs:SendMessage"}
 
 
 def test_search_domain_is_encrypted_and_https_only(synth: Synth) -> None:
