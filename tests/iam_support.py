@@ -18,13 +18,14 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.opensearch_iam_proxy import AuthorizingProxy
 from tests.stack_template import LOCAL_REGION, LocalBinding, StackTemplate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,8 @@ LOCAL_OVERRIDES: dict[str, str] = {
     # maintenance pass reads it.
     "PRME_WORK_OVERDUE_SECONDS": "1",
 }
-# PRME_OPENSEARCH_URL is not an override: LocalBinding binds it, like the table and queue names.
+# PRME_OPENSEARCH_URL is not an override: LocalBinding binds it, like the table and queue names,
+# to the authorizing proxy in front of the local node (tests/opensearch_iam_proxy.py).
 
 # moto names two of the calls this code makes by actions AWS does not have. AWS authorizes a
 # TransactWriteItems by the per-item actions (no `dynamodb:TransactWriteItems` exists) and a
@@ -167,6 +169,21 @@ def iam_aws(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> IamServ
     return shared_server(shared / "iam-moto", owner)
 
 
+@pytest.fixture(scope="session")
+def opensearch_iam_proxy(
+    opensearch_url: str, stack_template: StackTemplate
+) -> Generator[AuthorizingProxy, None, None]:
+    """This worker's authorizing proxy in front of the local OpenSearch node."""
+    proxy = search_proxy(stack_template, opensearch_url)
+    yield proxy
+    proxy.close()
+
+
+def search_proxy(stack: StackTemplate, opensearch_url: str) -> AuthorizingProxy:
+    reference = LocalBinding("table", "prefix", "alias", opensearch_url)
+    return AuthorizingProxy(opensearch_url, stack.search_domain_arn(reference))
+
+
 def moto_policy(statements: list[dict[str, Any]]) -> dict[str, Any]:
     """The role's statements as a moto user policy: the same statements, plus moto's names."""
     mapped = []
@@ -188,6 +205,7 @@ class IamDeployment:
     stack: StackTemplate
     binding: LocalBinding
     queue_urls: dict[str, str]
+    proxy: AuthorizingProxy
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def admin(self, service: str) -> Any:
@@ -206,6 +224,8 @@ class IamDeployment:
         policy = moto_policy(self.statements(function) if statements is None else statements)
         iam.put_user_policy(UserName=user, PolicyName="role", PolicyDocument=json.dumps(policy))
         key = iam.create_access_key(UserName=user)["AccessKey"]
+        # The same statements authorize the user's OpenSearch requests (the proxy's check).
+        self.proxy.grant(key["AccessKeyId"], policy["Statement"])
         return key["AccessKeyId"], key["SecretAccessKey"]
 
     def environment(self, function: str, key: tuple[str, str]) -> dict[str, str]:
@@ -248,22 +268,27 @@ def enter_function(monkeypatch: pytest.MonkeyPatch, environment: Mapping[str, st
 
 
 def iam_deployment(
-    server: IamServer, stack: StackTemplate, opensearch_url: str, dimension: int = 64
-) -> Iterator[IamDeployment]:
-    """Table, queues (as `prme bootstrap` creates them) and index for one test."""
+    server: IamServer,
+    stack: StackTemplate,
+    opensearch_url: str,
+    proxy: AuthorizingProxy,
+    dimension: int = 64,
+) -> Generator[IamDeployment, None, None]:
+    """Table, queues (as `prme bootstrap` creates them) and index for one test; functions reach
+    OpenSearch through `proxy`, the harness directly."""
     from prme.backends.aws.bootstrap import ensure_index, ensure_queues, ensure_table
     from prme.backends.aws.opensearch_index import build_opensearch_client
 
     name = f"prme-iam-{uuid.uuid4().hex[:10]}"
     binding = LocalBinding(
-        table_name=name, queue_prefix=name, index_alias=name, opensearch_url=opensearch_url
+        table_name=name, queue_prefix=name, index_alias=name, opensearch_url=proxy.url
     )
     ensure_table(server.client("dynamodb"), name)
     urls = ensure_queues(server.client("sqs"), name)
     opensearch = build_opensearch_client(opensearch_url, auth="none", region=None)
     ensure_index(opensearch, name, dimension)
     try:
-        yield IamDeployment(server, stack, binding, urls)
+        yield IamDeployment(server, stack, binding, urls, proxy)
     finally:
         new_container()
         opensearch.indices.delete(index=f"{name}-v*", ignore_unavailable=True)

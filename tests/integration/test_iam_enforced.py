@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ import pytest
 from prme.model.enums import CredentialRole
 from tests.iam_support import IamDeployment, IamServer, enter_function, iam_deployment
 from tests.integration.lambda_support import TENANT, FakeLambdaContext, load_event
+from tests.opensearch_iam_proxy import AuthorizingProxy
 from tests.stack_template import StackTemplate
 
 # A write becomes searchable after the index's refresh (about a second; the stack leaves
@@ -23,16 +24,32 @@ SEARCHABLE_WITHIN_S = 15.0
 
 @pytest.fixture
 def iam_deployed(
-    iam_aws: IamServer, stack_template: StackTemplate, opensearch_url: str
+    iam_aws: IamServer,
+    stack_template: StackTemplate,
+    opensearch_url: str,
+    opensearch_iam_proxy: AuthorizingProxy,
 ) -> Iterator[IamDeployment]:
-    yield from iam_deployment(iam_aws, stack_template, opensearch_url)
+    yield from iam_deployment(iam_aws, stack_template, opensearch_url, opensearch_iam_proxy)
 
 
-def run_as(deployment: IamDeployment, monkeypatch: pytest.MonkeyPatch, function: str) -> None:
-    """From here on, handlers run as `function` would be deployed: its environment, its role."""
-    if function not in deployment.keys:
-        deployment.keys[function] = deployment.create_user(function)
-    enter_function(monkeypatch, deployment.environment(function, deployment.keys[function]))
+RunAs = Callable[[str], None]
+
+
+def role_switcher(
+    deployment: IamDeployment,
+    monkeypatch: pytest.MonkeyPatch,
+    statements: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> RunAs:
+    """`run_as(function)`: from then on, handlers run as `function` would be deployed, with its
+    environment and its role's statements (or the ones given for it here)."""
+
+    def run_as(function: str) -> None:
+        if function not in deployment.keys:
+            given = (statements or {}).get(function)
+            deployment.keys[function] = deployment.create_user(function, given)
+        enter_function(monkeypatch, deployment.environment(function, deployment.keys[function]))
+
+    return run_as
 
 
 def api_key(deployment: IamDeployment) -> str:
@@ -101,61 +118,90 @@ def drain(deployment: IamDeployment, queue: str) -> list[str]:
             )
 
 
-def test_ingest_consumer_parks_a_never_valid_message_in_its_dlq(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def ingest_rejects_into_its_dlq(deployment: IamDeployment, run_as: RunAs) -> None:
     from functions import ingest_consumer
 
-    run_as(iam_deployed, monkeypatch, "ingest")
+    run_as("ingest")
     event = sqs_records("sqs_ingest_batch.json", ["not json at all"])
     # Before the DLQ grant: GetQueueUrl on the DLQ was denied, the record failed and was
     # retried until SQS's redrive moved it, without its reason.
     assert ingest_consumer.handler(event, FakeLambdaContext()) == {"batchItemFailures": []}
-    assert drain(iam_deployed, "ingest-dlq") == ["invalid_message:not_json"]
+    assert drain(deployment, "ingest-dlq") == ["invalid_message:not_json"]
 
 
-def test_api_stores_and_retrieves_under_its_role(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    key = api_key(iam_deployed)
-    run_as(iam_deployed, monkeypatch, "api")
+def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
+    key = api_key(deployment)
+    run_as("api")
     status, stored = api_call(key, "/v1/store", {"content": "I moved to Lisbon in May."})
     assert status == 200, stored
     assert stored["processing_status"] == "completed"
     assert retrieved_contents(key, "Lisbon") == {"I moved to Lisbon in May."}
 
 
-def test_import_then_materialize_then_retrieve_each_under_its_role(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> None:
     from functions import ingest_consumer, materializer
 
-    key = api_key(iam_deployed)
-    run_as(iam_deployed, monkeypatch, "ingest")
+    key = api_key(deployment)
+    run_as("ingest")
     imported = ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
     assert imported == {"batchItemFailures": []}
-    work = drain(iam_deployed, "materialize")
+    work = drain(deployment, "materialize")
     assert len(work) == 2
 
-    run_as(iam_deployed, monkeypatch, "materializer")
+    run_as("materializer")
     batch = sqs_records("sqs_materialize_batch.json", work)
     assert materializer.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
 
-    run_as(iam_deployed, monkeypatch, "api")
+    run_as("api")
     assert retrieved_contents(key, "Imported note") == {"Imported note one", "Imported note two"}
+
+
+def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs) -> None:
+    from functions import ingest_consumer, maintenance
+
+    run_as("ingest")
+    ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
+    announced = drain(deployment, "materialize")  # the announcement is lost
+    time.sleep(1.1)  # past the overdue period LOCAL_OVERRIDES sets
+
+    run_as("maintenance")
+    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    assert result["overdue_announced"] == 2
+    assert sorted(drain(deployment, "materialize")) == sorted(announced)
+
+
+# Which scenarios run each function: a grant the function needs fails at least one of them.
+SCENARIOS: dict[str, tuple[Callable[[IamDeployment, RunAs], None], ...]] = {
+    "api": (api_stores_and_retrieves, import_materialize_retrieve),
+    "ingest": (
+        ingest_rejects_into_its_dlq,
+        import_materialize_retrieve,
+        maintenance_announces_overdue_work,
+    ),
+    "materializer": (import_materialize_retrieve,),
+    "maintenance": (maintenance_announces_overdue_work,),
+}
+
+
+def test_ingest_consumer_parks_a_never_valid_message_in_its_dlq(
+    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest_rejects_into_its_dlq(iam_deployed, role_switcher(iam_deployed, monkeypatch))
+
+
+def test_api_stores_and_retrieves_under_its_role(
+    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api_stores_and_retrieves(iam_deployed, role_switcher(iam_deployed, monkeypatch))
+
+
+def test_import_then_materialize_then_retrieve_each_under_its_role(
+    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import_materialize_retrieve(iam_deployed, role_switcher(iam_deployed, monkeypatch))
 
 
 def test_maintenance_announces_overdue_work_under_its_role(
     iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions import ingest_consumer, maintenance
-
-    run_as(iam_deployed, monkeypatch, "ingest")
-    ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    announced = drain(iam_deployed, "materialize")  # the announcement is lost
-    time.sleep(1.1)  # past the overdue period LOCAL_OVERRIDES sets
-
-    run_as(iam_deployed, monkeypatch, "maintenance")
-    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
-    assert result["overdue_announced"] == 2
-    assert sorted(drain(iam_deployed, "materialize")) == sorted(announced)
+    maintenance_announces_overdue_work(iam_deployed, role_switcher(iam_deployed, monkeypatch))
