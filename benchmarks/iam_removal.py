@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ def run_scenarios(local: Local, function: str, drop: tuple[int, str]) -> str | N
             with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
                 scenario(deployment, role_switcher(deployment, patch, {function: statements}))
         except Exception as exc:  # any failure is the experiment's result
-            return f"{scenario.__name__}: {type(exc).__name__}"
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            return f"{scenario.__name__}: {type(exc).__name__} at {where.line} {str(exc)[:60]!r}"
         finally:
             deployments.close()
     return None
@@ -89,6 +91,8 @@ def run_scenarios(local: Local, function: str, drop: tuple[int, str]) -> str | N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--only", help="one function (with --baseline, just its baseline)")
+    parser.add_argument("--baseline", action="store_true", help="run the whole roles only")
     args = parser.parse_args()
     opensearch_url = os.environ["PRME_OPENSEARCH_URL"]
     started = time.monotonic()
@@ -98,10 +102,12 @@ def main() -> None:
         local = Local(stack, server, opensearch_url, search_proxy(stack, opensearch_url))
         reference = LocalBinding("t", "t", "t", opensearch_url)
         rows: list[dict[str, Any]] = []
-        for function in SCENARIOS:
+        for function in [args.only] if args.only else SCENARIOS:
             baseline = run_scenarios(local, function, (-1, ""))
             if baseline is not None:
                 raise SystemExit(f"{function}: fails with its whole role: {baseline}")
+            if args.baseline:
+                continue
             for index, statement in enumerate(stack.role_statements(function, reference)):
                 resources = statement["Resource"]
                 resource = ", ".join(resources) if isinstance(resources, list) else resources

@@ -256,6 +256,21 @@ def new_container() -> None:
         importlib.reload(module)
 
 
+def release_container() -> None:
+    """The backend closed and forgotten; the next test's `new_container` builds its own."""
+    from functions import api, ingest_consumer, runtime
+
+    if runtime.backend.cache_info().currsize:
+        runtime.backend().close()
+    for cached in (
+        runtime.settings,
+        runtime.backend,
+        api._adapter,
+        ingest_consumer._dead_letter_url,
+    ):
+        cached.cache_clear()
+
+
 def enter_function(monkeypatch: pytest.MonkeyPatch, environment: Mapping[str, str]) -> None:
     """Replace the process environment's PRME, Powertools and AWS settings with `environment`."""
     prefixes = ("PRME_", "POWERTOOLS_", "AWS_")
@@ -290,6 +305,6 @@ def iam_deployment(
     try:
         yield IamDeployment(server, stack, binding, urls, proxy)
     finally:
-        new_container()
+        release_container()
         opensearch.indices.delete(index=f"{name}-v*", ignore_unavailable=True)
         opensearch.close()

@@ -9,12 +9,11 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.components.function_factory import FunctionFactory, FunctionSpec
-from infra.components.queues import Queues
+from infra.components.queues import Queues, WorkQueue
 from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
@@ -37,6 +36,9 @@ LEDGER_ACTIONS = (
 # Sending work: the queue's URL is resolved at startup, then messages go in batches (which AWS
 # authorizes as SendMessage). No queue attributes are read.
 SEND_ACTIONS = ("sqs:GetQueueUrl", "sqs:SendMessage")
+# What Lambda's poller calls on a queue that feeds a function (the actions AWS lists for an SQS
+# event source); the handler itself never calls its own queue.
+CONSUME_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 # The regions each geography's cross-region inference profile routes to, by the profile id's
 # prefix (`us.anthropic...`). AWS extends these lists over time; a request routed to a region
 # missing here is denied, so a new one is added here.
@@ -182,11 +184,7 @@ class Workers(Construct):
             (self.ingest, ingest),
         )
         for function, queue in consumers:
-            function.add_event_source(
-                sources.SqsEventSource(
-                    queue.queue, batch_size=SQS_BATCH_SIZE, report_batch_item_failures=True
-                )
-            )
+            self._consume(function, queue)
         events.Rule(
             self,
             "MaintenanceSchedule",
@@ -194,7 +192,7 @@ class Workers(Construct):
             targets=[targets.LambdaFunction(self.maintenance)],
         )
 
-        # Grants, function by function. The event sources above already grant consumption.
+        # Grants, function by function (consumption is granted with each event source above).
         for function in self.functions.values():
             self._grant_table(function)
         # api: stores (index first, then commit, announce on failure) and retrieves.
@@ -205,6 +203,8 @@ class Workers(Construct):
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
         # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
         self._grant_send(self.materializer, extract.queue)
+        # The backend resolves both work queues' URLs when it starts, in every function.
+        self._grant_queue_url(self.materializer, materialize.queue)
         self._grant_search(self.materializer)
         self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
         # ingest: commits fast-ingest batches and announces their materialization; the
@@ -233,6 +233,24 @@ class Workers(Construct):
                 reason="Queries on the GSIs of this one table (owner-pending, pending); the "
                 "wildcard covers only that table's own index names.",
             )
+        )
+
+    def _consume(self, function: lambda_.Function, queue: WorkQueue) -> None:
+        """`queue` feeds `function` in batches, reporting partial failures. Not through
+        `SqsEventSource`, which also grants ChangeMessageVisibility and GetQueueUrl."""
+        function.add_event_source_mapping(
+            f"{queue.node.id}Source",
+            event_source_arn=queue.queue.queue_arn,
+            batch_size=SQS_BATCH_SIZE,
+            report_batch_item_failures=True,
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(CONSUME_ACTIONS), resources=[queue.queue.queue_arn])
+        )
+
+    def _grant_queue_url(self, function: lambda_.Function, queue: sqs.IQueue) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["sqs:GetQueueUrl"], resources=[queue.queue_arn])
         )
 
     def _grant_send(self, function: lambda_.Function, queue: sqs.IQueue) -> None:

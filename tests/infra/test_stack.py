@@ -270,10 +270,32 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
             "dynamodb:UpdateItem",
         ], function
         assert _listed(grant["Resource"]) == [table_arn, f"{table_arn}/index/*"]
+        # The backend resolves both work queues' URLs when it starts, in every function.
+        for queue in ("materialize", "extract"):
+            arn = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-{queue}"
+            assert any(
+                "sqs:GetQueueUrl" in _listed(s["Action"]) and arn in _listed(s["Resource"])
+                for s in statements
+            ), (function, queue)
         sends = [s for s in statements if "sqs:SendMessage" in _listed(s["Action"])]
         assert sends, function
         for send in sends:
             assert sorted(_listed(send["Action"])) == ["sqs:GetQueueUrl", "sqs:SendMessage"]
+        # What Lambda's SQS poller needs, no more (no ChangeMessageVisibility, GetQueueUrl).
+        for consume in [s for s in statements if "sqs:ReceiveMessage" in _listed(s["Action"])]:
+            assert sorted(_listed(consume["Action"])) == [
+                "sqs:DeleteMessage",
+                "sqs:GetQueueAttributes",
+                "sqs:ReceiveMessage",
+            ]
+        sqs_actions = {a for s in statements for a in _listed(s["Action"]) if a.startswith("sqs:")}
+        assert sqs_actions <= {
+            "sqs:SendMessage",
+            "sqs:GetQueueUrl",
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+        }
 
 
 def test_ingest_consumer_may_park_messages_in_its_own_dlq(stack_template: StackTemplate) -> None:

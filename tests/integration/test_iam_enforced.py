@@ -13,13 +13,14 @@ import pytest
 
 from prme.model.enums import CredentialRole
 from tests.iam_support import IamDeployment, IamServer, enter_function, iam_deployment
-from tests.integration.lambda_support import TENANT, FakeLambdaContext, load_event
+from tests.integration.lambda_support import (
+    TENANT,
+    FakeLambdaContext,
+    load_event,
+    until_searchable,
+)
 from tests.opensearch_iam_proxy import AuthorizingProxy
 from tests.stack_template import StackTemplate
-
-# A write becomes searchable after the index's refresh (about a second; the stack leaves
-# refresh-on-write off): reads poll for it, up to this long.
-SEARCHABLE_WITHIN_S = 15.0
 
 
 @pytest.fixture
@@ -76,16 +77,15 @@ def api_call(key: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, 
     return response["statusCode"], json.loads(response["body"])
 
 
-def retrieved_contents(key: str, query: str) -> set[str]:
-    """What a retrieve finds once the writes are searchable, polling for at most a bound."""
-    deadline = time.monotonic() + SEARCHABLE_WITHIN_S
-    while True:
+def retrieved_contents(key: str, query: str, expected: set[str]) -> set[str]:
+    """What a retrieve through the API finds, once `expected` is searchable (or a bound passed)."""
+
+    def read() -> set[str]:
         status, body = api_call(key, "/v1/retrieve", {"query": query})
         assert status == 200, body
-        found = {hit["content"] for hit in body["results"]}
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
+        return {hit["content"] for hit in body["results"]}
+
+    return until_searchable(read, lambda found: found == expected)
 
 
 def sqs_records(event_file: str, bodies: list[str]) -> dict[str, Any]:
@@ -135,7 +135,8 @@ def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
     status, stored = api_call(key, "/v1/store", {"content": "I moved to Lisbon in May."})
     assert status == 200, stored
     assert stored["processing_status"] == "completed"
-    assert retrieved_contents(key, "Lisbon") == {"I moved to Lisbon in May."}
+    expected = {"I moved to Lisbon in May."}
+    assert retrieved_contents(key, "Lisbon", expected) == expected
 
 
 def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> None:
@@ -153,7 +154,8 @@ def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> Non
     assert materializer.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
 
     run_as("api")
-    assert retrieved_contents(key, "Imported note") == {"Imported note one", "Imported note two"}
+    expected = {"Imported note one", "Imported note two"}
+    assert retrieved_contents(key, "Imported note", expected) == expected
 
 
 def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs) -> None:
