@@ -195,8 +195,9 @@ class Workers(Construct):
         # Grants, function by function (consumption is granted with each event source above).
         for function in self.functions.values():
             self._grant_table(function)
-        # api: stores (index first, then commit, announce on failure) and retrieves.
-        for queue in (materialize, extract, ingest):
+        # api: stores (index first, then commit, announce on failure) and retrieves. It never
+        # sends to the ingest queue: imports come from the tenant's own producers.
+        for queue in (materialize, extract):
             self._grant_send(self.api, queue.queue)
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.

@@ -298,6 +298,21 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
         }
 
 
+def test_only_the_ingest_consumer_touches_the_ingest_queues(
+    stack_template: StackTemplate,
+) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    ingest_arn = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest"
+    for function in stack_template.function_names():
+        resources = {
+            r
+            for s in stack_template.role_statements(function, binding)
+            for r in _listed(s["Resource"])
+        }
+        touched = {r for r in resources if str(r).startswith(ingest_arn)}
+        assert touched == ({ingest_arn, f"{ingest_arn}-dlq"} if function == "ingest" else set())
+
+
 def test_ingest_consumer_may_park_messages_in_its_own_dlq(stack_template: StackTemplate) -> None:
     binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
     dlq = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest-dlq"

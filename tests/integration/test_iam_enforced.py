@@ -66,13 +66,15 @@ def api_key(deployment: IamDeployment) -> str:
     return issued.secret
 
 
-def api_call(key: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def api_call(key: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    """A POST with `body` through API Gateway's v2 event, or a GET without one."""
     from functions import api
 
-    event = load_event("apigw_v2_store.json")
+    event = load_event("apigw_v2_store.json" if body is not None else "apigw_v2_get_event.json")
     event["headers"]["authorization"] = f"Bearer {key}"
     event["rawPath"] = event["requestContext"]["http"]["path"] = path
-    event["body"] = json.dumps(body)
+    if body is not None:
+        event["body"] = json.dumps(body)
     response = api.handler(event, FakeLambdaContext())
     return response["statusCode"], json.loads(response["body"])
 
@@ -137,6 +139,33 @@ def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
     assert stored["processing_status"] == "completed"
     expected = {"I moved to Lisbon in May."}
     assert retrieved_contents(key, "Lisbon", expected) == expected
+    status, progress = api_call(key, f"/v1/events/{stored['event_id']}/processing-status")
+    assert (status, progress["processing_status"]) == (200, "completed"), progress
+    # An ingest announces its extraction; a fast ingest announces its materialization.
+    status, ingested = api_call(key, "/v1/ingest", {"content": "I adopted 2 cats last week."})
+    assert (status, ingested["extraction_status"]) == (200, "pending"), ingested
+    assert len(drain(deployment, "extract")) == 1
+    status, fast = api_call(key, "/v1/ingest/fast", {"items": [{"content": "a quick note"}]})
+    assert (status, fast["accepted"]) == (200, 1), fast
+    assert len(drain(deployment, "materialize")) == 1
+
+
+def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:
+    from functions import materializer
+
+    key = api_key(deployment)
+    run_as("api")
+    content = {"content": "I adopted 2 cats from Lisbon Animal Rescue last week."}
+    status, ingested = api_call(key, "/v1/ingest", content)
+    assert status == 200, ingested
+
+    run_as("materializer")
+    batch = sqs_records("sqs_materialize_batch.json", drain(deployment, "extract"))
+    assert materializer.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
+
+    run_as("api")
+    status, body = api_call(key, f"/v1/events/{ingested['event_id']}/extraction-status")
+    assert (status, body["extraction_status"]) == (200, "completed"), body
 
 
 def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> None:
@@ -161,26 +190,36 @@ def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> Non
 def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs) -> None:
     from functions import ingest_consumer, maintenance
 
+    key = api_key(deployment)
     run_as("ingest")
     ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    announced = drain(deployment, "materialize")  # the announcement is lost
+    run_as("api")
+    for name in ("International Business Machines", "IBM"):
+        api_call(key, "/v1/store", {"content": name, "node_type": "entity"})
+    announced = drain(deployment, "materialize")  # the announcements are lost
     time.sleep(1.1)  # past the overdue period LOCAL_OVERRIDES sets
 
     run_as("maintenance")
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
     assert result["overdue_announced"] == 2
+    assert result["alias_proposals_created"] == 1
     assert sorted(drain(deployment, "materialize")) == sorted(announced)
 
 
 # Which scenarios run each function: a grant the function needs fails at least one of them.
 SCENARIOS: dict[str, tuple[Callable[[IamDeployment, RunAs], None], ...]] = {
-    "api": (api_stores_and_retrieves, import_materialize_retrieve),
+    "api": (
+        api_stores_and_retrieves,
+        import_materialize_retrieve,
+        ingest_then_extract,
+        maintenance_announces_overdue_work,
+    ),
     "ingest": (
         ingest_rejects_into_its_dlq,
         import_materialize_retrieve,
         maintenance_announces_overdue_work,
     ),
-    "materializer": (import_materialize_retrieve,),
+    "materializer": (import_materialize_retrieve, ingest_then_extract),
     "maintenance": (maintenance_announces_overdue_work,),
 }
 
@@ -201,6 +240,12 @@ def test_import_then_materialize_then_retrieve_each_under_its_role(
     iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import_materialize_retrieve(iam_deployed, role_switcher(iam_deployed, monkeypatch))
+
+
+def test_extraction_runs_in_the_materializer_under_its_role(
+    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest_then_extract(iam_deployed, role_switcher(iam_deployed, monkeypatch))
 
 
 def test_maintenance_announces_overdue_work_under_its_role(
