@@ -3,10 +3,15 @@
 `python -m localstack.iam_moto PORT WATCH_PID` serves on 127.0.0.1:PORT until WATCH_PID exits.
 Start it with INITIAL_NO_AUTH_ACTION_COUNT in the environment (moto reads it at import).
 
-moto checks actions, but authorizes DynamoDB calls and SQS `GetQueueUrl` against the resource
-`*`, so a statement scoped to a table or queue ARN (every statement the stack writes) would never
-match. Here both name the resource AWS authorizes against: the table (or `table/T/index/I` for
-a query on an index) and the queue named by `QueueName`. Nothing else of moto is changed.
+Two things are changed, so that moto authorizes as AWS does:
+- the resource: moto authorizes DynamoDB calls and SQS `GetQueueUrl` against `*`, so a
+  statement scoped to a table or queue ARN (every statement the stack writes) would never
+  match. Here they name the table (or `table/T/index/I` for a query on an index) and the
+  queue named by `QueueName`.
+- the action of batch and transaction calls: moto checks `dynamodb:TransactWriteItems` and
+  `sqs:SendMessageBatch`, actions AWS does not have. AWS authorizes a transaction by the
+  actions of its items (PutItem, UpdateItem, DeleteItem, ConditionCheckItem) and a batch
+  send as SendMessage; here each is checked that way, so no moto-only name is ever granted.
 """
 
 from __future__ import annotations
@@ -34,6 +39,47 @@ def _dynamodb_resource(handler: Any) -> str:
     return f"{arn}/index/{index}" if index else arn
 
 
+# Calls AWS authorizes by other actions: the actions of a transaction's items, or one action.
+_ITEM_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+_AUTHORIZED_AS = {
+    "SendMessageBatch": "SendMessage",
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+}
+
+
+def _actions_aws_checks(handler: Any) -> list[str]:
+    action: str = handler._get_action()
+    if action == "TransactWriteItems":
+        kinds = {kind for item in handler.body.get("TransactItems", []) for kind in item}
+        return sorted(_ITEM_ACTIONS[kind] for kind in kinds)
+    return [_AUTHORIZED_AS.get(action, action)]
+
+
+def _patch_actions(handler_class: Any) -> None:
+    authorize = handler_class._authenticate_and_authorize_normal_action
+
+    def authorize_as_aws(handler: Any, resource: str = "*") -> None:
+        actions = _actions_aws_checks(handler)
+        if actions == [handler._get_action()]:
+            authorize(handler, resource)
+            return
+        for action in actions:
+            # moto reads the action to check from `_get_action`: shadowed per check.
+            handler._get_action = lambda name=action: name
+            try:
+                authorize(handler, resource)
+            finally:
+                del handler._get_action
+
+    handler_class._authenticate_and_authorize_normal_action = authorize_as_aws
+
+
 def _patch_resources() -> None:
     from moto.dynamodb.responses import DynamoHandler
     from moto.sqs.responses import SQSResponse
@@ -49,6 +95,8 @@ def _patch_resources() -> None:
 
     DynamoHandler._determine_resource = _dynamodb_resource  # type: ignore[attr-defined]
     SQSResponse._determine_resource = sqs_resource  # type: ignore[method-assign,assignment]
+    _patch_actions(DynamoHandler)
+    _patch_actions(SQSResponse)
 
 
 def _exit_with(pid: int) -> None:

@@ -48,18 +48,6 @@ LOCAL_OVERRIDES: dict[str, str] = {
 # PRME_OPENSEARCH_URL is not an override: LocalBinding binds it, like the table and queue names,
 # to the authorizing proxy in front of the local node (tests/opensearch_iam_proxy.py).
 
-# moto names two of the calls this code makes by actions AWS does not have. AWS authorizes a
-# TransactWriteItems by the per-item actions (no `dynamodb:TransactWriteItems` exists) and a
-# SendMessageBatch as `sqs:SendMessage`; moto checks `dynamodb:TransactWriteItems` and
-# `sqs:SendMessageBatch` (see /work/shared/FACTS.md; SendMessageBatch checked here too). The
-# harness adds the moto name to a statement only where that statement grants every per-item
-# action AWS would check for this code's calls: the ledger's transactions hold Puts and Updates.
-# These names never go into the stack.
-MOTO_ONLY_ACTIONS: dict[str, frozenset[str]] = {
-    "dynamodb:TransactWriteItems": frozenset({"dynamodb:PutItem", "dynamodb:UpdateItem"}),
-    "sqs:SendMessageBatch": frozenset({"sqs:SendMessage"}),
-}
-
 
 @dataclass(frozen=True)
 class IamServer:
@@ -184,17 +172,11 @@ def search_proxy(stack: StackTemplate, opensearch_url: str) -> AuthorizingProxy:
     return AuthorizingProxy(opensearch_url, stack.search_domain_arn(reference))
 
 
-def moto_policy(statements: list[dict[str, Any]]) -> dict[str, Any]:
-    """The role's statements as a moto user policy: the same statements, plus moto's names."""
-    mapped = []
-    for statement in statements:
-        actions = statement["Action"]
-        actions = [actions] if isinstance(actions, str) else list(actions)
-        for moto_name, aws_actions in MOTO_ONLY_ACTIONS.items():
-            if statement["Effect"] == "Allow" and aws_actions <= set(actions):
-                actions.append(moto_name)
-        mapped.append({**statement, "Action": actions})
-    return {"Version": "2012-10-17", "Statement": mapped}
+def user_policy(statements: list[dict[str, Any]]) -> dict[str, Any]:
+    """The role's statements as the user's policy, unchanged: the server checks transactions
+    and batches by the actions AWS checks (see localstack/iam_moto.py), so no moto-only action
+    name is added."""
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 @dataclass
@@ -221,7 +203,7 @@ class IamDeployment:
         iam = self.admin("iam")
         user = f"{function}-{uuid.uuid4().hex[:10]}"
         iam.create_user(UserName=user)
-        policy = moto_policy(self.statements(function) if statements is None else statements)
+        policy = user_policy(self.statements(function) if statements is None else statements)
         iam.put_user_policy(UserName=user, PolicyName="role", PolicyDocument=json.dumps(policy))
         key = iam.create_access_key(UserName=user)["AccessKey"]
         # The same statements authorize the user's OpenSearch requests (the proxy's check).
