@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 UV := $(BIN)/uv
 PYTEST_ARGS ?=
 
-.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package
+.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package check-template
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,16 @@ $(STAMP): requirements/lock.txt pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# checkov pins boto3 1.35 (the project needs 1.40+), so it gets an environment of its own,
+# pinned by requirements/checkov-lock.txt (compiled from requirements/checkov.in).
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+
+$(CHECKOV_STAMP): requirements/checkov-lock.txt $(STAMP)
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(UV) pip install -q --python $(CHECKOV_VENV)/bin/python -r requirements/checkov-lock.txt
+	touch $(CHECKOV_STAMP)
 
 run: install  ## serve the HTTP API on the embedded default (./memory, 127.0.0.1:8765)
 	$(BIN)/prme serve
@@ -34,7 +44,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: install lint  ## lint, then every test suite with the local AWS up (stopped afterwards)
+test: install $(CHECKOV_STAMP) lint  ## lint, then every test suite with the local AWS up (stopped afterwards)
 	localstack/with_local_aws.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 local-aws-up: install  ## start moto (DynamoDB, SQS) and OpenSearch on loopback; prints exports
@@ -42,6 +52,9 @@ local-aws-up: install  ## start moto (DynamoDB, SQS) and OpenSearch on loopback;
 
 local-aws-down:
 	$(BIN)/python -m localstack.local_aws down
+
+check-template: install $(CHECKOV_STAMP)  ## cfn-lint and checkov on the synthesized stack (part of `make test`)
+	$(BIN)/python -m pytest -q tests/infra/test_template_checks.py
 
 unit: install
 	$(BIN)/python -m pytest tests/unit -q
@@ -73,4 +86,4 @@ deploy: install infra/node_modules package
 	$(CDK) deploy --require-approval broadening
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache

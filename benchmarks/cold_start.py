@@ -35,6 +35,7 @@ API_STAND_IN = "prme.http.app"
 MODULES: tuple[tuple[str, str], ...] = (
     ("functions.api", "API Lambda (FastAPI through Mangum)"),
     ("functions.materializer", "materializer Lambda"),
+    ("functions.extractor", "extractor Lambda"),
     ("functions.ingest_consumer", "ingest consumer Lambda"),
     ("functions.maintenance", "maintenance Lambda"),
     ("prme.http.app", "stand-in: the FastAPI app"),

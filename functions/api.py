@@ -40,6 +40,7 @@ def _adapter() -> Mangum:
             credentials=built.credentials,
             auth=AuthPolicy(),
             max_body_bytes=settings().max_body_bytes,
+            max_response_bytes=settings().max_response_bytes,
             request_budget_ms=settings().request_budget_ms,
         )
     )

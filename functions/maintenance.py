@@ -9,12 +9,24 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
+from prme.backends.aws.resources import queue_specs
 from prme.engine.aliases import AliasScanBudget
+from prme.engine.materialize import SWEPT_FAMILIES
+from prme.model.enums import WorkFamily
 
 # The alias scan may compare names for this share of the time left after the other
 # maintenance work; the rest journals its proposals and closes its work. A scan that needs
 # more continues on the next scheduled pass.
 ALIAS_SCAN_TIME_SHARE = 0.5
+
+
+def overdue_seconds() -> dict[WorkFamily, int]:
+    """When queued work counts as overdue: after the configured time, and never while its
+    queue may still be delivering it (a message being retried is not lost)."""
+    specs = queue_specs(settings().queue_prefix)
+    floor = settings().work_overdue_seconds
+    # Each swept family has the queue of the same name.
+    return {family: max(floor, specs[family].delivery_span_s) for family in SWEPT_FAMILIES}
 
 
 @logger.inject_lambda_context
@@ -26,11 +38,17 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Lambda stopping it mid-write.
     with invocation_deadline(context):
         archived = engine.archive_expired()
-        swept = engine.sweep_overdue(overdue_seconds=settings().work_overdue_seconds)
+        swept = engine.sweep_overdue(overdue_seconds=overdue_seconds())
         scan_ms = int(context.get_remaining_time_in_millis() * ALIAS_SCAN_TIME_SHARE)
         aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
-    metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept)
+    metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept.announced)
+    metrics.add_metric(name="OverdueWorkFailed", unit=MetricUnit.Count, value=swept.failed)
+    for item, last_error in swept.failures:
+        logger.warning(
+            "overdue work failed",
+            extra={"work_id": item.id, "kind": item.kind.value, "last_error": last_error},
+        )
     metrics.add_metric(
         name="AliasProposalsCreated", unit=MetricUnit.Count, value=aliases.proposals_created
     )
@@ -41,7 +59,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "maintenance pass",
         extra={
             "archived": archived,
-            "overdue_announced": swept,
+            "overdue_announced": swept.announced,
+            "overdue_failed": swept.failed,
             "alias_owners_scanned": aliases.owners_scanned,
             "alias_proposals_created": aliases.proposals_created,
             "alias_work_pending": aliases.pending,
@@ -53,6 +72,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     return {
         "expired_archived": archived,
-        "overdue_announced": swept,
+        "overdue_announced": swept.announced,
+        "overdue_failed": swept.failed,
         "alias_proposals_created": aliases.proposals_created,
     }

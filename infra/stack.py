@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Aspects, CfnOutput, Stack
 from constructs import Construct
 
 from infra.components.api import Api
-from infra.components.monitoring import Monitoring
+from infra.components.checkov_skips import SkipsByKind
+from infra.components.monitoring import Monitoring, Watched
 from infra.components.queues import Queues
 from infra.components.search import Search
 from infra.components.storage import Storage
@@ -27,7 +28,15 @@ class PrmeStack(Stack):
             self, "Workers", config=config, storage=storage, queues=queues, search=search
         )
         api = Api(self, "Api", config=config, function=workers.api)
-        Monitoring(self, "Monitoring", config=config, queues=queues, functions=workers.functions)
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            queues=queues,
+            functions=workers.functions,
+            watched=Watched(stage=api.stage, table=storage.table, domain=search.domain),
+        )
+        Aspects.of(self).add(SkipsByKind())
 
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "TableName", value=storage.table.table_name)

@@ -41,9 +41,6 @@ LOCAL_OVERRIDES: dict[str, str] = {
     # Bedrock cannot be reached here: the local embedder and extractor stand in for it.
     "PRME_EMBEDDER": "hashing",
     "PRME_EXTRACTOR": "rules",
-    # The deployed overdue period (minutes) cannot be waited out in a test; only the
-    # maintenance pass reads it.
-    "PRME_WORK_OVERDUE_SECONDS": "1",
 }
 # PRME_OPENSEARCH_URL is not an override: LocalBinding binds it, like the table and queue names,
 # to the authorizing proxy in front of the local node (tests/opensearch_iam_proxy.py).
@@ -230,11 +227,20 @@ def new_container() -> None:
     built again from the current environment."""
     import importlib
 
-    from functions import api, ingest_consumer, maintenance, materializer, runtime
+    from functions import (
+        api,
+        extractor,
+        ingest_consumer,
+        maintenance,
+        materializer,
+        runtime,
+        work_consumer,
+    )
 
     if runtime.backend.cache_info().currsize:
         runtime.backend().close()
-    for module in (runtime, api, materializer, ingest_consumer, maintenance):
+    modules = (runtime, work_consumer, api, materializer, extractor, ingest_consumer, maintenance)
+    for module in modules:
         importlib.reload(module)
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from prme.composition import open_backend
+from prme.engine.service import MemoryEngine
 from prme.errors import PrmeError
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
@@ -48,6 +50,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             credentials=backend.credentials,
             auth=policy,
             max_body_bytes=settings.max_body_bytes,
+            max_response_bytes=settings.max_response_bytes,
             request_budget_ms=settings.request_budget_ms,
         )
     )
@@ -139,25 +142,71 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _reindex(args: argparse.Namespace, settings: Settings) -> int:
-    """Re-embed one owner's records with the current embedder and vector settings."""
+    """Re-embed one owner's records, or every owner's of the tenant, with the current
+    embedder and vector settings."""
     from prme.engine.identity import validate_user_id
 
-    user_id = validate_user_id(args.user_id)
+    if args.start_after is not None and not args.all_users:
+        print("--start-after goes with --all-users", file=sys.stderr)
+        return 2
     backend = open_backend(settings, args.data_dir)
+    try:
+        if not args.all_users:
+            return _reindex_owner(backend.engine, settings, validate_user_id(args.user_id))
+        return _reindex_tenant(backend.engine, settings, args.start_after)
+    finally:
+        backend.close()
+
+
+def _reindex_owner(engine: MemoryEngine, settings: Settings, user_id: str) -> int:
     owner = OwnerKey(tenant_id=settings.tenant_id, owner_id=user_id)
 
     def say(done: int, total: int) -> None:
         print(f"reindexed {done}/{total} records", file=sys.stderr, flush=True)
 
     try:
-        report = backend.engine.reindex(owner, progress=say)
+        report = engine.reindex(owner, progress=say)
     except PrmeError as exc:
         # Batches before the failure are rewritten; a rerun redoes every record.
         print(f"reindex stopped: {exc.detail}. Run it again when that is fixed.", file=sys.stderr)
         return 1
-    finally:
-        backend.close()
     print(f"reindexed={report.nodes} batches={report.batches} model={report.embedding_model}")
+    return 0
+
+
+def _reindex_tenant(engine: MemoryEngine, settings: Settings, start_after: str | None) -> int:
+    """Every owner of the tenant in id order; a stop says how to resume after the last
+    owner that finished (reindexing an owner again is harmless, only slower)."""
+    owners = engine.list_owners(settings.tenant_id)
+    if start_after is not None:
+        owners = [o for o in owners if o > start_after]
+    print(f"tenant {settings.tenant_id}: {len(owners)} owners to reindex", file=sys.stderr)
+    finished: str | None = start_after
+    records = 0
+    for position, user_id in enumerate(owners, start=1):
+        owner = OwnerKey(tenant_id=settings.tenant_id, owner_id=user_id)
+
+        def say(done: int, total: int, *, user_id: str = user_id, position: int = position) -> None:
+            print(
+                f"[{position}/{len(owners)}] {user_id}: reindexed {done}/{total} records",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        try:
+            report = engine.reindex(owner, progress=say)
+        except PrmeError as exc:
+            resume = "" if finished is None else f" --start-after {shlex.quote(finished)}"
+            print(
+                f"reindex stopped at {user_id}: {exc.detail}. Owners before it are done; when "
+                f"that is fixed, run: prme reindex --all-users{resume}",
+                file=sys.stderr,
+            )
+            return 1
+        finished = user_id
+        records += report.nodes
+        print(f"user_id={user_id} reindexed={report.nodes} batches={report.batches}", flush=True)
+    print(f"owners={len(owners)} reindexed={records}")
     return 0
 
 
@@ -170,7 +219,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(settings, args.data_dir)
     principal = Principal.owner(settings.tenant_id, user_id)
     try:
-        build_mcp_server(backend.engine, lambda: principal).run("stdio")
+        build_mcp_server(
+            backend.engine, lambda: principal, max_response_bytes=settings.max_response_bytes
+        ).run("stdio")
         return 0
     finally:
         backend.close()
@@ -207,7 +258,19 @@ def build_parser() -> argparse.ArgumentParser:
         "reindex",
         help="re-embed one owner's records (after changing the embedder or vector settings)",
     )
-    reindex.add_argument("--user-id", required=True, help="the owner whose records to reindex")
+    whom = reindex.add_mutually_exclusive_group(required=True)
+    whom.add_argument("--user-id", help="the owner whose records to reindex")
+    whom.add_argument(
+        "--all-users",
+        action="store_true",
+        help="every owner of the tenant (PRME_TENANT_ID), in id order, with progress",
+    )
+    reindex.add_argument(
+        "--start-after",
+        default=None,
+        metavar="USER_ID",
+        help="with --all-users: only owners whose id sorts after this one (to resume)",
+    )
 
     mcp = sub.add_parser("mcp", help="serve the MCP tools over stdio for one owner")
     mcp.add_argument(

@@ -11,6 +11,16 @@ from prme.engine.service import MemoryEngine
 from prme.ports import Embedder, Extractor
 from prme.settings import Settings
 
+# A Converse answer takes seconds, a long extraction most of a minute. Without a deadline an
+# attempt and one retry, hung to these timeouts, still end well inside the extractor
+# function's timeout (`resources.queue_specs()["extract"]`), leaving time to embed, index and
+# commit what was extracted; a unit test holds the two together. Under a deadline the client
+# takes the longest step that fits what is left (deadline_clients).
+EXTRACTION_CONNECT_TIMEOUT_S = 3.0
+EXTRACTION_READ_TIMEOUT_S = 40.0
+EXTRACTION_ATTEMPTS = 2
+EXTRACTION_STEPS = (40.0, 20.0)
+
 
 class Backend(Protocol):
     """What every composed backend offers its edge."""
@@ -53,11 +63,12 @@ def build_extractor(settings: Settings) -> Extractor:
         from prme.backends.aws.deadline_clients import STEPS, DeadlineBoundClient
         from prme.extraction.bedrock import BedrockConverseExtractor
 
-        # A model's answer takes seconds: a longer read timeout and a longer first step.
         client = DeadlineBoundClient(
             lambda config: boto3.client("bedrock-runtime", config=config),
-            read_timeout_s=60.0,
-            steps=(20.0, *STEPS),
+            connect_timeout_s=EXTRACTION_CONNECT_TIMEOUT_S,
+            read_timeout_s=EXTRACTION_READ_TIMEOUT_S,
+            total_attempts=EXTRACTION_ATTEMPTS,
+            steps=(*EXTRACTION_STEPS, *STEPS),
         )
         return BedrockConverseExtractor(client, settings.bedrock_extraction_model_id)
     if settings.extractor == "openai":

@@ -161,6 +161,11 @@ class Ledger(Protocol):
         """Edges that start or end at a node, oldest first."""
         ...
 
+    def list_owners(self, tenant_id: str) -> list[str]:
+        """The owner ids of one tenant that have at least one stored event, in code point
+        order. An operator listing (it may read the whole store): never on a request path."""
+        ...
+
 
 class CredentialStore(Protocol):
     """Hashed API keys. Lookups by hash span tenants: the key itself says whose it is."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
-from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
+from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
+from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 ENV_PREFIX = "PRME_"
 
@@ -46,12 +47,24 @@ class Settings(BaseSettings):
     sqlite_synchronous: Literal["normal", "full"] = "normal"
     # HTTP request bodies past this many bytes are refused with 413 while being read.
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
+    # A retrieval response (HTTP and MCP) holds ranked records until this many bytes, measured
+    # as sent inside a Lambda response; the rest are left out and the response says so. At most
+    # Lambda's own limit, which refuses a larger response with an error the caller sees as 500.
+    max_response_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, ge=64 * 1024, le=LAMBDA_PAYLOAD_BYTES
+    )
     # AWS backend: resource names and endpoints. boto3 reads AWS_ENDPOINT_URL* and the region.
     table_name: str = "prme-local"
     queue_prefix: str = "prme-local"
     opensearch_url: str | None = None
     opensearch_index_alias: str = "prme-nodes"
-    opensearch_auth: Literal["none", "es", "aoss"] = "none"
+    # SigV4 for Amazon OpenSearch Service (`es`). OpenSearch Serverless is not supported:
+    # its vector collections refuse documents with a given `_id`, and the index adapter
+    # writes every document under its node id (idempotent upserts).
+    opensearch_auth: Literal["none", "es"] = "none"
+    # Replicas of every shard of the index created by bootstrap: 0 on a single node, 1 when
+    # the domain has data nodes to spare (the stack's production profile).
+    opensearch_replicas: int = Field(default=0, ge=0, le=5)
     # OpenSearch makes writes searchable at its next refresh (about 1 s). True makes each
     # store wait for visibility: read-your-writes at the cost of store latency.
     opensearch_refresh_on_write: bool = False
@@ -60,7 +73,9 @@ class Settings(BaseSettings):
     # Below API Gateway's 30 s integration timeout and the api function's timeout; on Lambda
     # the function's remaining time (less a margin) bounds it as well.
     request_budget_ms: int = Field(default=25_000, ge=100, le=900_000)
-    # Work pending longer than this is re-announced by the sweeper.
+    # Work pending longer than this is re-announced by the sweeper (at most three times, then
+    # failed). On AWS the maintenance function also waits until the work's queue could no
+    # longer be delivering it (functions/maintenance.py).
     work_overdue_seconds: int = Field(default=120, ge=1)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     packing: PackingConfig = Field(default_factory=PackingConfig)
@@ -73,6 +88,17 @@ class Settings(BaseSettings):
     # A record's own vector: the mean of its sentences' vectors, or the whole text's
     # (EngineConfig.vector_segments); changing it needs a reindex.
     vector_segments: Literal["sentences", "whole"] = "sentences"
+
+    @field_validator("opensearch_auth", mode="before")
+    @classmethod
+    def _refuse_serverless(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == "aoss":
+            raise ValueError(
+                "OpenSearch Serverless (aoss) is not supported: its vector collections refuse "
+                "documents with a given _id, which every index write uses; use an OpenSearch "
+                "Service domain (es)"
+            )
+        return value
 
     @classmethod
     def env_name(cls, field: str) -> str:

@@ -12,7 +12,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
 
-from infra.config import DeploymentConfig
+from infra.components.checkov_skips import skip
+from infra.config import DEDICATED_MASTER_COUNT, DeploymentConfig
 
 ENGINE_VERSION = opensearch.EngineVersion.OPENSEARCH_2_19
 # Every HTTP verb the index adapter uses; never `es:*` (that includes domain administration).
@@ -84,6 +85,8 @@ class Search(Construct):
             capacity=opensearch.CapacityConfig(
                 data_node_instance_type=config.search_instance_type,
                 data_nodes=count,
+                master_node_instance_type=config.search_master_instance_type,
+                master_nodes=DEDICATED_MASTER_COUNT if config.search_master_instance_type else None,
                 multi_az_with_standby_enabled=False,
             ),
             ebs=opensearch.EbsOptions(
@@ -107,6 +110,13 @@ class Search(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         self.domain.node.add_dependency(logs_policy)
+        skip(
+            self.domain,
+            "CKV_AWS_317",
+            "Audit logs need fine-grained access control, which this domain does not use: access "
+            "is the IAM domain policy (SigV4 from the function roles only), and configuration "
+            "changes are in CloudTrail.",
+        )
         self.paths_acknowledgment = Acknowledgment(
             id=f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:es:<AWS::Region>:"
             f"<AWS::AccountId>:domain/{domain_name}/*]",
@@ -114,7 +124,7 @@ class Search(Construct):
             "versioned indexes, _bulk, _msearch); `domain/<name>/*` is resource-scoped.",
         )
         self._principals: list[iam.IRole] = []
-        self._acknowledge(count)
+        self._acknowledge(count, dedicated_masters=config.search_master_instance_type is not None)
 
     @property
     def endpoint_url(self) -> str:
@@ -142,7 +152,7 @@ class Search(Construct):
             ],
         }
 
-    def _acknowledge(self, count: int) -> None:
+    def _acknowledge(self, count: int, *, dedicated_masters: bool) -> None:
         acks = [
             Acknowledgment(
                 id="AwsSolutions-OS1",
@@ -155,12 +165,13 @@ class Search(Construct):
                 "domain access policy, not by source IP: Lambda has no fixed addresses.",
             ),
         ]
-        if count < 3:
+        if not dedicated_masters:
             acks.append(
                 Acknowledgment(
                     id="AwsSolutions-OS4",
-                    reason="Dedicated master nodes pay off at 3+ data nodes; small deployments "
-                    "keep the index rebuildable from the ledger instead (prme reindex).",
+                    reason="Dedicated master nodes pay off at 3+ data nodes (the production "
+                    "profile has them); small deployments keep the index rebuildable from the "
+                    "ledger instead (prme reindex).",
                 )
             )
         if count == 1:

@@ -1,4 +1,4 @@
-"""The four Lambda functions, their triggers, and each one's least-privilege grants."""
+"""The five Lambda functions, their triggers, and each one's least-privilege grants."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.components.checkov_skips import skip
 from infra.components.function_factory import FunctionFactory, FunctionSpec
 from infra.components.queues import Queues, WorkQueue
 from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
+from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES
 from prme.settings import Settings
-
-SQS_BATCH_SIZE = 10
 
 # The DynamoDB actions the ledger (core/prme/backends/aws/dynamodb_ledger.py) calls from a
 # function: key reads, batched key reads, queries (of the table and its GSIs) and conditional
@@ -33,9 +33,12 @@ LEDGER_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
 )
-# Sending work: the queue's URL is resolved at startup, then messages go in batches (which AWS
-# authorizes as SendMessage). No queue attributes are read.
-SEND_ACTIONS = ("sqs:GetQueueUrl", "sqs:SendMessage")
+# Functions whose code paths call fewer of them: the bulk-ingest consumer reads an import's
+# idempotency record (BatchGetItem) and commits Put-only transactions.
+TABLE_ACTIONS = {"ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem")}
+# Sending work: messages go in batches, which AWS authorizes as SendMessage (the queue's URL is
+# resolved at startup, granted apart). No queue attributes are read.
+SEND_ACTIONS = ("sqs:SendMessage",)
 # What Lambda's poller calls on a queue that feeds a function (the actions AWS lists for an SQS
 # event source); the handler itself never calls its own queue.
 CONSUME_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
@@ -70,11 +73,6 @@ INFERENCE_PROFILE_REGIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _consumer_timeout(visibility_timeout_s: int) -> Duration:
-    # SQS needs visibility >= function timeout; half leaves room for a retry inside one lease.
-    return Duration.seconds(visibility_timeout_s // 2)
-
-
 def model_resources(stack: Stack, model_id: str) -> list[str]:
     """What InvokeModel on `model_id` is authorized against.
 
@@ -102,7 +100,9 @@ def _foundation_model_arn(stack: Stack, region: str, model_id: str) -> str:
 
 
 class Workers(Construct):
-    """`api`, `materializer`, `ingest` (the bulk-ingest consumer) and `maintenance`."""
+    """`api`, `materializer`, `extractor`, `ingest` (the bulk-ingest consumer) and
+    `maintenance`. Each queue consumer takes its timeout and batch size from its queue's spec
+    (whose visibility timeout follows from that timeout) and reads one queue only."""
 
     def __init__(
         self,
@@ -128,6 +128,7 @@ class Workers(Construct):
                 env("queue_prefix"): config.resource_prefix,
                 env("opensearch_url"): search.endpoint_url,
                 env("opensearch_index_alias"): config.search_index_alias,
+                env("opensearch_replicas"): str(config.search_replicas),
                 env("opensearch_auth"): "es",
                 env("embedder"): "bedrock",
                 env("bedrock_embedding_model_id"): config.embedding_model_id,
@@ -144,13 +145,33 @@ class Workers(Construct):
                 "api", "functions.api.handler", 1024, Duration.seconds(29), concurrency["api"]
             )
         )
+        # Small enough that every body the function accepts fits Lambda's invoke payload.
+        self.api.add_environment(env("max_body_bytes"), str(LAMBDA_MAX_BODY_BYTES))
+        if concurrency["api"] is None:
+            skip(
+                self.api,
+                "CKV_AWS_115",
+                "The api's load is bounded by the HTTP API stage throttle (prme:apiRateLimit, "
+                "prme:apiBurstLimit) and the workers are capped separately; reserving concurrency "
+                "for it is opt-in (prme:apiReservedConcurrency): low-quota accounts cannot "
+                "reserve any.",
+            )
         self.materializer = factory.build(
             FunctionSpec(
                 "materializer",
                 "functions.materializer.handler",
                 1024,
-                _consumer_timeout(materialize.spec.visibility_timeout_s),
+                Duration.seconds(materialize.spec.consumer_timeout_s),
                 concurrency["materializer"],
+            )
+        )
+        self.extractor = factory.build(
+            FunctionSpec(
+                "extractor",
+                "functions.extractor.handler",
+                1024,
+                Duration.seconds(extract.spec.consumer_timeout_s),
+                concurrency["extractor"],
             )
         )
         self.ingest = factory.build(
@@ -158,7 +179,7 @@ class Workers(Construct):
                 "ingest",
                 "functions.ingest_consumer.handler",
                 1024,
-                _consumer_timeout(ingest.spec.visibility_timeout_s),
+                Duration.seconds(ingest.spec.consumer_timeout_s),
                 concurrency["ingest"],
             )
         )
@@ -174,17 +195,14 @@ class Workers(Construct):
         self.functions = {
             "api": self.api,
             "materializer": self.materializer,
+            "extractor": self.extractor,
             "ingest": self.ingest,
             "maintenance": self.maintenance,
         }
 
-        consumers = (
-            (self.materializer, materialize),
-            (self.materializer, extract),
-            (self.ingest, ingest),
-        )
-        for function, queue in consumers:
-            self._consume(function, queue)
+        consumers = {"materializer": materialize, "extractor": extract, "ingest": ingest}
+        for name, queue in consumers.items():
+            self._consume(self.functions[name], queue, config.max_concurrency[name])
         events.Rule(
             self,
             "MaintenanceSchedule",
@@ -193,8 +211,11 @@ class Workers(Construct):
         )
 
         # Grants, function by function (consumption is granted with each event source above).
-        for function in self.functions.values():
-            self._grant_table(function)
+        for name, function in self.functions.items():
+            self._grant_table(function, TABLE_ACTIONS.get(name, LEDGER_ACTIONS))
+            # The backend resolves both work queues' URLs when it starts, in every function.
+            for queue in (materialize, extract):
+                self._grant_queue_url(function, queue.queue)
         # api: stores (index first, then commit, announce on failure) and retrieves. It never
         # sends to the ingest queue: imports come from the tenant's own producers.
         for queue in (materialize, extract):
@@ -202,19 +223,21 @@ class Workers(Construct):
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
-        # materializer: embeds, extracts with the Converse model, indexes, may queue extraction.
+        # materializer: embeds and indexes.
         self._grant_send(self.materializer, extract.queue)
-        # The backend resolves both work queues' URLs when it starts, in every function.
-        self._grant_queue_url(self.materializer, materialize.queue)
         self._grant_search(self.materializer)
-        self._grant_models(self.materializer, config.embedding_model_id, config.extraction_model_id)
-        # ingest: commits fast-ingest batches and announces their materialization; the
-        # backend resolves both work queues when it starts. A message that can never be
-        # valid is parked in the ingest DLQ by the function itself, with its reason.
-        for queue in (materialize, extract):
-            self._grant_send(self.ingest, queue.queue)
+        self._grant_models(self.materializer, config.embedding_model_id)
+        # extractor: extracts with the Converse model, embeds and indexes what it found.
+        self._grant_send(self.extractor, materialize.queue)
+        self._grant_search(self.extractor)
+        self._grant_models(self.extractor, config.embedding_model_id, config.extraction_model_id)
+        # ingest: commits fast-ingest batches and announces their materialization (an import
+        # creates no extraction work). A message that can never be valid is parked in the
+        # ingest DLQ by the function itself, with its reason.
+        self._grant_send(self.ingest, materialize.queue)
+        self._grant_queue_url(self.ingest, ingest.dead_letter_queue)
         self._grant_send(self.ingest, ingest.dead_letter_queue)
-        # maintenance: the sweeper re-announces overdue pending work.
+        # maintenance: the sweeper re-announces overdue pending work of both kinds.
         for queue in (materialize, extract):
             self._grant_send(self.maintenance, queue.queue)
 
@@ -231,19 +254,20 @@ class Workers(Construct):
         Validations.of(function.role or function).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{self._table_logical_id()}.Arn>/index/*]",
-                reason="Queries on the GSIs of this one table (owner-pending, pending); the "
-                "wildcard covers only that table's own index names.",
+                reason="Queries on the GSIs of this one table (owner-pending, pending, expiring); "
+                "the wildcard covers only that table's own index names.",
             )
         )
 
-    def _consume(self, function: lambda_.Function, queue: WorkQueue) -> None:
-        """`queue` feeds `function` in batches, reporting partial failures. Not through
-        `SqsEventSource`, which also grants ChangeMessageVisibility and GetQueueUrl."""
+    def _consume(self, function: lambda_.Function, queue: WorkQueue, max_concurrency: int) -> None:
+        """`queue` feeds `function` in batches of its spec, reporting partial failures. Not
+        through `SqsEventSource`, which also grants ChangeMessageVisibility and GetQueueUrl."""
         function.add_event_source_mapping(
             f"{queue.node.id}Source",
             event_source_arn=queue.queue.queue_arn,
-            batch_size=SQS_BATCH_SIZE,
+            batch_size=queue.spec.batch_size,
             report_batch_item_failures=True,
+            max_concurrency=max_concurrency,
         )
         function.add_to_role_policy(
             iam.PolicyStatement(actions=list(CONSUME_ACTIONS), resources=[queue.queue.queue_arn])

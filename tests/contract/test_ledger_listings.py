@@ -110,3 +110,21 @@ def test_get_events_reads_many_sources_of_one_owner(any_backend: Harness) -> Non
     found = h.ledger.get_events(ALICE, [*mine, mine[0], theirs, str(uuid.uuid4())])
     assert set(found) == set(mine)
     assert found[mine[1]].content == "Source 1"
+
+
+def test_list_owners_names_every_owner_of_one_tenant_exactly(any_backend: Harness) -> None:
+    h = any_backend
+    # Ids with the characters the DynamoDB keys escape, and a tenant whose id mimics the
+    # key layout of tenant t1: neither may leak into or garble the listing.
+    tricky = ["carol#1", "dave%23", "erin%", "zoë"]
+    for owner_id in ["bob", *tricky, "alice"]:
+        owner = OwnerKey(tenant_id=ALICE.tenant_id, owner_id=owner_id)
+        h.engine.store(owner, StoreInput(content=f"memory of {owner_id}"))
+    h.engine.store(ALICE, StoreInput(content="a second memory of alice"))
+    h.engine.store(OTHER_TENANT_ALICE, StoreInput(content="other tenant"))
+    h.engine.store(OwnerKey(tenant_id="t1#O#x", owner_id="mallory"), StoreInput(content="x"))
+
+    assert h.engine.list_owners(ALICE.tenant_id) == sorted(["alice", "bob", *tricky])
+    assert h.engine.list_owners(OTHER_TENANT_ALICE.tenant_id) == ["alice"]
+    assert h.engine.list_owners("t1#O#x") == ["mallory"]
+    assert h.engine.list_owners("no-such-tenant") == []

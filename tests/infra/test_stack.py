@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from prme.backends.aws import resources
+from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.settings import Settings
 from tests.stack_template import LOCAL_ACCOUNT, LocalBinding, StackTemplate, synthesize
 
@@ -33,9 +34,7 @@ class Synth:
         return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
 
 
-@pytest.fixture(scope="session")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
-    root = tmp_path_factory.mktemp("infra")
+def _synthesize(root: Path, context: dict[str, Any]) -> Iterator[Synth]:
     asset = root / "asset"
     (asset / "functions").mkdir(parents=True)
     (asset / "functions" / "__init__.py").write_text("")
@@ -48,11 +47,29 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
         from infra.app import build_app
 
         app, stack = build_app(
-            {"prme:lambdaAsset": str(asset), "prme:alarmEmail": ALARM_EMAIL}, str(outdir)
+            {"prme:lambdaAsset": str(asset), "prme:alarmEmail": ALARM_EMAIL, **context},
+            str(outdir),
         )
         app.synth()  # raises when cdk-nag reports an unacknowledged finding
         template = Template.from_stack(stack)
         yield Synth(template, template.to_json()["Resources"], outdir)
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+    yield from _synthesize(tmp_path_factory.mktemp("infra"), {})
+
+
+# The production profile with one explicit override, which must win over the profile.
+PRODUCTION_VOLUME_GB = 200
+
+
+@pytest.fixture(scope="session")
+def production_synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+    yield from _synthesize(
+        tmp_path_factory.mktemp("infra-production"),
+        {"prme:profile": "production", "prme:searchVolumeGb": PRODUCTION_VOLUME_GB},
+    )
 
 
 def _statements(node: Any) -> Iterator[dict[str, Any]]:
@@ -166,7 +183,7 @@ def test_function_environment_uses_only_settings_names(synth: Synth) -> None:
         "POWERTOOLS_TRACER_CAPTURE_ERROR",
     }
     functions = synth.of_type("AWS::Lambda::Function").values()
-    assert len(functions) == 4
+    assert len(functions) == 5
     for function in functions:
         variables = function["Properties"]["Environment"]["Variables"]
         assert set(variables) <= allowed
@@ -186,19 +203,108 @@ def test_functions_are_arm64_python312_traced_from_the_shared_factory(synth: Syn
     assert handlers == {
         "functions.api.handler",
         "functions.materializer.handler",
+        "functions.extractor.handler",
         "functions.ingest_consumer.handler",
         "functions.maintenance.handler",
     }
 
 
-def test_sqs_consumers_report_partial_batch_failures(synth: Synth) -> None:
-    mappings = synth.of_type("AWS::Lambda::EventSourceMapping").values()
-    # materializer <- materialize and extract queues; ingest consumer <- ingest queue.
+@dataclass(frozen=True)
+class Mapping:
+    """An SQS event source mapping with the queue it reads and the function it invokes."""
+
+    props: dict[str, Any]
+    queue: dict[str, Any]
+    function: dict[str, Any]
+
+
+def _mappings(synth: Synth) -> list[Mapping]:
+    found = []
+    for mapping in synth.of_type("AWS::Lambda::EventSourceMapping").values():
+        props = mapping["Properties"]
+        queue_id = props["EventSourceArn"]["Fn::GetAtt"][0]
+        function_id = props["FunctionName"]["Ref"]
+        found.append(
+            Mapping(
+                props,
+                synth.resources[queue_id]["Properties"],
+                synth.resources[function_id]["Properties"],
+            )
+        )
+    return found
+
+
+def test_each_queue_has_one_consumer_and_extraction_its_own_function(synth: Synth) -> None:
+    consumed = {(m.function["Handler"], m.queue["QueueName"]) for m in _mappings(synth)}
+    assert consumed == {
+        ("functions.materializer.handler", "prme-materialize"),
+        ("functions.extractor.handler", "prme-extract"),
+        ("functions.ingest_consumer.handler", "prme-ingest"),
+    }
+
+
+def test_sqs_mappings_fit_their_functions_and_report_partial_batch_failures(
+    synth: Synth,
+) -> None:
+    """Read from the template alone: AWS's advice of a visibility of at least six times the
+    function's timeout, and a mapping that never starts more batches than its function may
+    run (a throttled batch spends a receive on the way to the DLQ)."""
+    mappings = _mappings(synth)
     assert len(mappings) == 3
     for mapping in mappings:
-        props = mapping["Properties"]
-        assert props["BatchSize"] == 10
+        props, function = mapping.props, mapping.function
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert mapping.queue["VisibilityTimeout"] >= 6 * function["Timeout"]
+        concurrency = props["ScalingConfig"]["MaximumConcurrency"]
+        assert 2 <= concurrency <= function.get("ReservedConcurrentExecutions", 1000)
+    extract = next(m for m in mappings if m.queue["QueueName"] == "prme-extract")
+    # One Converse call per invocation: a receive is always one real attempt.
+    assert extract.props["BatchSize"] == 1
+
+
+def test_extraction_client_gives_up_before_the_extractor_function_times_out(
+    synth: Synth,
+) -> None:
+    from functions.limits import LAMBDA_MARGIN_MS
+    from prme import composition
+    from prme.backends.aws.deadline_clients import worst_case_s
+
+    (extractor,) = (
+        f["Properties"]
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions.extractor.handler"
+    )
+    converse_worst = worst_case_s(
+        composition.EXTRACTION_CONNECT_TIMEOUT_S,
+        composition.EXTRACTION_READ_TIMEOUT_S,
+        composition.EXTRACTION_ATTEMPTS,
+    )
+    # A hung model still leaves a quarter of the time to embed, index and commit.
+    assert converse_worst + LAMBDA_MARGIN_MS / 1000 <= 0.75 * extractor["Timeout"]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"prme:extractorMaxConcurrency": 6}, "exceeds prme:extractorReservedConcurrency (4)"),
+        ({"prme:ingestReservedConcurrency": 1}, "exceeds prme:ingestReservedConcurrency (1)"),
+        ({"prme:materializerMaxConcurrency": 1}, "must be from 2 to 1000"),
+    ],
+)
+def test_config_refuses_a_mapping_above_its_reserved_concurrency(
+    synth: Synth, context: dict[str, Any], message: str
+) -> None:
+    from aws_cdk import App
+
+    from infra.config import ContextError, DeploymentConfig
+
+    with pytest.raises(ContextError, match=re.escape(message)):
+        DeploymentConfig.from_context(App(context=context).node)
+    # Without a reservation any concurrency Lambda accepts will do.
+    unreserved = {**context, "prme:extractorReservedConcurrency": "none"}
+    unreserved["prme:ingestReservedConcurrency"] = "none"
+    if "prme:materializerMaxConcurrency" not in context:
+        DeploymentConfig.from_context(App(context=unreserved).node)
 
 
 def test_no_policy_statement_allows_wildcard_actions(synth: Synth) -> None:
@@ -212,12 +318,17 @@ def test_no_policy_statement_allows_wildcard_actions(synth: Synth) -> None:
 
 
 def test_bedrock_grants_name_specific_foundation_models(stack_template: StackTemplate) -> None:
-    for function in ("api", "materializer"):
+    embedding = "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0"
+    extraction = (
+        "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
+    )
+    for function, expected in (
+        ("api", [embedding, extraction]),
+        ("extractor", [embedding, extraction]),
+        ("materializer", [embedding]),
+    ):
         (statement,) = _model_statements(stack_template, function)
-        assert sorted(statement["Resource"]) == [
-            "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0",
-            "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0",
-        ]
+        assert sorted(_listed(statement["Resource"])) == expected, function
 
 
 def test_bedrock_grants_follow_an_inference_profile_to_every_region_it_routes_to(
@@ -225,8 +336,8 @@ def test_bedrock_grants_follow_an_inference_profile_to_every_region_it_routes_to
 ) -> None:
     profile = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
     template = StackTemplate(synthesize(tmp_path, {"prme:extractionModelId": profile}))
-    (statement,) = _model_statements(template, "materializer")
-    assert sorted(statement["Resource"]) == [
+    (statement,) = _model_statements(template, "extractor")
+    assert sorted(_listed(statement["Resource"])) == [
         f"arn:aws:bedrock:us-east-1:{LOCAL_ACCOUNT}:inference-profile/{profile}",
         "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0",
         *(
@@ -262,13 +373,9 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
         statements = stack_template.role_statements(function, binding)
         table = [s for s in statements if _listed(s["Resource"])[0].startswith(table_arn)]
         (grant,) = table
-        assert sorted(_listed(grant["Action"])) == [
-            "dynamodb:BatchGetItem",
-            "dynamodb:GetItem",
-            "dynamodb:PutItem",
-            "dynamodb:Query",
-            "dynamodb:UpdateItem",
-        ], function
+        every_call = ["BatchGetItem", "GetItem", "PutItem", "Query", "UpdateItem"]
+        expected = ["BatchGetItem", "PutItem"] if function == "ingest" else every_call
+        assert sorted(_listed(grant["Action"])) == [f"dynamodb:{a}" for a in expected], function
         assert _listed(grant["Resource"]) == [table_arn, f"{table_arn}/index/*"]
         # The backend resolves both work queues' URLs when it starts, in every function.
         for queue in ("materialize", "extract"):
@@ -280,7 +387,7 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
         sends = [s for s in statements if "sqs:SendMessage" in _listed(s["Action"])]
         assert sends, function
         for send in sends:
-            assert sorted(_listed(send["Action"])) == ["sqs:GetQueueUrl", "sqs:SendMessage"]
+            assert _listed(send["Action"]) == ["sqs:SendMessage"]
         # What Lambda's SQS poller needs, no more (no ChangeMessageVisibility, GetQueueUrl).
         for consume in [s for s in statements if "sqs:ReceiveMessage" in _listed(s["Action"])]:
             assert sorted(_listed(consume["Action"])) == [
@@ -337,7 +444,7 @@ def test_search_domain_is_encrypted_and_https_only(synth: Synth) -> None:
     assert props["ClusterConfig"]["InstanceCount"] == 1
     assert props["EBSOptions"]["VolumeSize"] == 10
     principals = props["AccessPolicies"]["Statement"][0]["Principal"]["AWS"]
-    assert len(principals) == 2  # the api and materializer roles, nobody else
+    assert len(principals) == 3  # the api, materializer and extractor roles, nobody else
 
 
 def test_http_api_stage_is_throttled_and_logged(synth: Synth) -> None:
@@ -378,6 +485,17 @@ def test_cdk_json_repeats_the_context_defaults() -> None:
     assert cdk_json["context"] == CONTEXT_DEFAULTS
 
 
+def test_deployment_guide_lists_every_context_parameter_with_its_default() -> None:
+    from infra.config import CONTEXT_DEFAULTS, REPO_ROOT
+
+    guide = (REPO_ROOT / "docs" / "deployment.md").read_text()
+    # Rows of the three-column parameter table; the profile table's rows have four cells.
+    rows = dict(re.findall(r"^\| `(prme:\w+)` \| ([^|]*) \| [^|]* \|$", guide, flags=re.MULTILINE))
+    assert set(rows) == set(CONTEXT_DEFAULTS)
+    for key, default in CONTEXT_DEFAULTS.items():
+        assert rows[key].strip() == (f"`{default}`" if default != "" else "empty"), key
+
+
 def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
     """The deadline, not Lambda or API Gateway, must end a slow request: the api function's
     timeout covers the request budget plus the margin kept to answer, and stays within API
@@ -393,3 +511,216 @@ def test_api_function_outlasts_the_request_deadline(synth: Synth) -> None:
     )
     budget_ms = Settings.model_fields["request_budget_ms"].default
     assert budget_ms + LAMBDA_MARGIN_MS <= api["Timeout"] * 1000 <= 30_000
+
+
+# -- alarms beyond dead letters and function errors; profiles ---------------------------
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    namespace: str
+    metric: str
+    statistic: str
+    threshold: float
+    comparison: str
+    dimensions: dict[str, Any]
+    has_action: bool
+
+
+def _alarm_specs(synth: Synth) -> list[AlarmSpec]:
+    specs = []
+    for alarm in synth.of_type("AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        # A labelled metric is rendered as a one-element metric math list.
+        if "Metrics" in props:
+            stat = props["Metrics"][0]["MetricStat"]
+            metric, statistic = stat["Metric"], stat["Stat"]
+        else:
+            metric = props
+            statistic = props.get("Statistic") or props["ExtendedStatistic"]
+        specs.append(
+            AlarmSpec(
+                namespace=metric["Namespace"],
+                metric=metric["MetricName"],
+                statistic=statistic,
+                threshold=props["Threshold"],
+                comparison=props["ComparisonOperator"],
+                dimensions={d["Name"]: d["Value"] for d in metric.get("Dimensions", [])},
+                has_action=bool(props.get("AlarmActions")),
+            )
+        )
+    return specs
+
+
+def _only(specs: list[AlarmSpec], namespace: str, metric: str) -> list[AlarmSpec]:
+    found = [s for s in specs if s.namespace == namespace and s.metric == metric]
+    assert found, f"no alarm on {namespace} {metric}"
+    return found
+
+
+def _ref(value: Any) -> str:
+    return str(value["Ref"] if "Ref" in value else value["Fn::GetAtt"][0])
+
+
+def test_api_alarms_watch_5xx_and_p99_latency_of_the_stage(synth: Synth) -> None:
+    from infra.config import CONTEXT_DEFAULTS
+
+    specs = _alarm_specs(synth)
+    (api_id,) = synth.of_type("AWS::ApiGatewayV2::Api")
+    (errors,) = _only(specs, "AWS/ApiGateway", "5xx")
+    (latency,) = _only(specs, "AWS/ApiGateway", "Latency")
+    for alarm in (errors, latency):
+        assert _ref(alarm.dimensions["ApiId"]) == api_id
+        assert alarm.dimensions["Stage"] == "$default"
+        assert alarm.comparison == "GreaterThanThreshold"
+    assert (errors.statistic, errors.threshold) == (
+        "Sum",
+        CONTEXT_DEFAULTS["prme:alarmApiServerErrors"],
+    )
+    assert (latency.statistic, latency.threshold) == (
+        "p99",
+        CONTEXT_DEFAULTS["prme:alarmApiP99LatencyMs"],
+    )
+
+
+def test_every_work_queue_has_an_oldest_message_alarm(synth: Synth) -> None:
+    from infra.config import CONTEXT_DEFAULTS
+
+    work_queue_ids = {
+        logical_id
+        for logical_id, q in synth.of_type("AWS::SQS::Queue").items()
+        if not q["Properties"]["QueueName"].endswith("-dlq")
+    }
+    ages = _only(_alarm_specs(synth), "AWS/SQS", "ApproximateAgeOfOldestMessage")
+    assert {_ref(a.dimensions["QueueName"]) for a in ages} == work_queue_ids
+    for alarm in ages:
+        assert alarm.threshold == CONTEXT_DEFAULTS["prme:alarmQueueAgeSeconds"]
+        assert alarm.comparison == "GreaterThanThreshold"
+
+
+def test_search_domain_alarms_on_health_storage_memory_and_credits(synth: Synth) -> None:
+    from infra.components import monitoring
+
+    specs = _alarm_specs(synth)
+    (domain_id,) = synth.of_type("AWS::OpenSearchService::Domain")
+    expected = {
+        "ClusterStatus.red": (1, "GreaterThanOrEqualToThreshold"),
+        "ClusterStatus.yellow": (1, "GreaterThanOrEqualToThreshold"),
+        # A quarter of the default 10 GiB volume, in MiB (the metric's unit).
+        "FreeStorageSpace": (2560, "LessThanOrEqualToThreshold"),
+        "JVMMemoryPressure": (monitoring.JVM_PRESSURE_PERCENT, "GreaterThanOrEqualToThreshold"),
+        # The default instance type (t3) is burstable.
+        "CPUCreditBalance": (monitoring.CPU_CREDITS_LOW, "LessThanOrEqualToThreshold"),
+    }
+    for metric, (threshold, comparison) in expected.items():
+        (alarm,) = _only(specs, "AWS/ES", metric)
+        assert (alarm.threshold, alarm.comparison) == (threshold, comparison), metric
+        assert _ref(alarm.dimensions["DomainName"]) == domain_id
+        assert alarm.dimensions["ClientId"] == {"Ref": "AWS::AccountId"}
+
+
+def test_table_and_bedrock_throttles_have_alarms(synth: Synth) -> None:
+    from infra.components import monitoring
+    from infra.config import CONTEXT_DEFAULTS
+
+    specs = _alarm_specs(synth)
+    (table_id,) = synth.of_type("AWS::DynamoDB::Table")
+    for metric in ("ReadThrottleEvents", "WriteThrottleEvents"):
+        (alarm,) = _only(specs, "AWS/DynamoDB", metric)
+        assert _ref(alarm.dimensions["TableName"]) == table_id
+        assert alarm.threshold == monitoring.THROTTLE_THRESHOLD
+    bedrock = _only(specs, "AWS/Bedrock", "InvocationThrottles")
+    assert {a.dimensions["ModelId"] for a in bedrock} == {
+        CONTEXT_DEFAULTS["prme:embeddingModelId"],
+        CONTEXT_DEFAULTS["prme:extractionModelId"],
+    }
+    for alarm in bedrock:
+        assert (alarm.statistic, alarm.threshold) == ("Sum", monitoring.THROTTLE_THRESHOLD)
+
+
+def test_every_alarm_notifies_and_is_on_the_dashboard(synth: Synth) -> None:
+    specs = _alarm_specs(synth)
+    assert all(s.has_action for s in specs)
+    (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for spec in specs:
+        assert json.dumps(spec.metric)[1:-1] in body, spec.metric
+
+
+def test_development_profile_is_one_small_node_without_replicas(synth: Synth) -> None:
+    (domain,) = synth.of_type("AWS::OpenSearchService::Domain").values()
+    cluster = domain["Properties"]["ClusterConfig"]
+    assert cluster["DedicatedMasterEnabled"] is False
+    assert cluster["ZoneAwarenessEnabled"] is False
+    for function in synth.of_type("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables[Settings.env_name("opensearch_replicas")] == "0"
+
+
+def test_production_profile_spreads_search_over_three_zones_with_masters_and_replicas(
+    production_synth: Synth,
+) -> None:
+    from infra.config import PROFILES
+
+    production = PROFILES["production"]
+    (domain,) = production_synth.of_type("AWS::OpenSearchService::Domain").values()
+    cluster = domain["Properties"]["ClusterConfig"]
+    assert cluster["InstanceType"] == production["prme:searchInstanceType"]
+    assert not cluster["InstanceType"].startswith(("t2.", "t3."))
+    assert cluster["InstanceCount"] == 3
+    assert cluster["ZoneAwarenessEnabled"] is True
+    assert cluster["ZoneAwarenessConfig"] == {"AvailabilityZoneCount": 3}
+    assert cluster["DedicatedMasterEnabled"] is True
+    assert cluster["DedicatedMasterCount"] == 3
+    assert cluster["DedicatedMasterType"] == production["prme:searchMasterInstanceType"]
+    # The explicit context value wins over the profile's.
+    assert domain["Properties"]["EBSOptions"]["VolumeSize"] == PRODUCTION_VOLUME_GB
+    for function in production_synth.of_type("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables[Settings.env_name("opensearch_replicas")] == "1"
+    specs = _alarm_specs(production_synth)
+    (free,) = _only(specs, "AWS/ES", "FreeStorageSpace")
+    assert free.threshold == PRODUCTION_VOLUME_GB * 1024 // 4
+    # Non-burstable instances earn no CPU credits: no alarm on them.
+    assert not [s for s in specs if s.metric == "CPUCreditBalance"]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"prme:profile": "staging"}, "prme:profile must be one of"),
+        ({"prme:searchReplicas": 1}, "prme:searchReplicas=1 needs more than 1 data nodes"),
+        (
+            {"prme:profile": "production", "prme:searchInstanceCount": 1},
+            "prme:searchReplicas=1 needs more than 1",
+        ),
+    ],
+)
+def test_context_that_cannot_work_is_refused(context: dict[str, Any], message: str) -> None:
+    import aws_cdk as cdk
+
+    from infra.config import ContextError, DeploymentConfig
+
+    with pytest.raises(ContextError, match=re.escape(message)):
+        DeploymentConfig.from_context(cdk.App(context=context).node)
+
+
+def test_the_runbook_explains_every_alarm(synth: Synth) -> None:
+    from infra.config import REPO_ROOT
+
+    runbook = (REPO_ROOT / "docs" / "operations.md").read_text()
+    for spec in _alarm_specs(synth):
+        assert f"`{spec.namespace}` `{spec.metric}`" in runbook, spec.metric
+
+
+def test_the_api_functions_body_limit_fits_lambdas_invoke_payload(synth: Synth) -> None:
+    """Every body the api function accepts reaches it: escaped in the event's JSON (at most 3
+    times larger) or base64-encoded, with room for the request line and headers."""
+    (api,) = (
+        f
+        for f in synth.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "functions.api.handler"
+    )
+    limit = int(api["Properties"]["Environment"]["Variables"][Settings.env_name("max_body_bytes")])
+    assert limit == LAMBDA_MAX_BODY_BYTES
+    assert 3 * limit + 64 * 1024 <= LAMBDA_PAYLOAD_BYTES

@@ -22,7 +22,7 @@ def test_every_function_environment_and_role_resolve_to_the_local_names(
     stack_template: StackTemplate,
 ) -> None:
     names = stack_template.function_names()
-    assert {"api", "materializer", "ingest", "maintenance"} <= set(names)
+    assert {"api", "materializer", "extractor", "ingest", "maintenance"} <= set(names)
     for name in names:
         environment = stack_template.environment(name, BINDING)
         assert environment["PRME_TABLE_NAME"] == "t-table"

@@ -80,9 +80,9 @@ def test_lost_sqs_send_is_recovered_by_the_sweeper(
     assert "Messages" not in sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
 
     healthy = engine_with(h, queue=SqsWorkQueue(sqs, url))
-    assert healthy.sweep_overdue(overdue_seconds=60) == 0  # not overdue yet
+    assert healthy.sweep_overdue(overdue_seconds=60).announced == 0  # not overdue yet
     h.clock.advance(seconds=61)
-    assert healthy.sweep_overdue(overdue_seconds=60) == 1
+    assert healthy.sweep_overdue(overdue_seconds=60).announced == 1
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages]
     assert healthy.process_queued(refs).processed == 1

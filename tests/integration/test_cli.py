@@ -144,3 +144,46 @@ def test_bootstrap_against_the_local_aws_is_idempotent(
     assert created.returncode == 0, created.stderr
     listed = prme(tmp_path, "keys", "list", env={**env, "PRME_BACKEND": "aws"})
     assert "operator" in listed.stdout
+
+
+@pytest.mark.slow
+def test_reindex_all_users_walks_every_owner_of_the_tenant_with_progress(tmp_path: Path) -> None:
+    from prme.client import MemoryClient
+    from prme.settings import Settings
+
+    # Given three owners in tenant acme (one with enough records for several progress lines)
+    # and another tenant's owner in the same store
+    records = {"bob": 3, "alice": 130, "carol": 1}
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing", tenant_id="acme")) as c:
+        for user_id, count in records.items():
+            for i in range(count):
+                c.store(f"record {i} of {user_id}", user_id=user_id)
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing", tenant_id="other")) as c:
+        c.store("not acme's", user_id="dave")
+
+    # When every owner of acme is reindexed
+    done = prme(tmp_path, "reindex", "--all-users", env={"PRME_TENANT_ID": "acme"})
+
+    # Then each owner is reindexed once, in id order, and nobody of the other tenant
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "user_id=alice reindexed=130 batches=2",
+        "user_id=bob reindexed=3 batches=1",
+        "user_id=carol reindexed=1 batches=1",
+        "owners=3 reindexed=134",
+    ]
+    progress = done.stderr.splitlines()
+    assert progress[0] == "tenant acme: 3 owners to reindex"
+    assert "[1/3] alice: reindexed 128/130 records" in progress
+    assert "[1/3] alice: reindexed 130/130 records" in progress
+    assert "[3/3] carol: reindexed 1/1 records" in progress
+    assert "dave" not in done.stdout + done.stderr
+
+    # and a resumed run takes only the owners after the one named.
+    resumed = prme(
+        tmp_path, "reindex", "--all-users", "--start-after", "alice", env={"PRME_TENANT_ID": "acme"}
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines()[-1] == "owners=2 reindexed=4"
+    assert prme(tmp_path, "reindex", "--user-id", "bob", "--all-users").returncode == 2
+    assert prme(tmp_path, "reindex", "--start-after", "alice", "--user-id", "bob").returncode == 2

@@ -272,3 +272,29 @@ def test_maintenance_on_a_hung_dynamodb_fails_in_time(
         maintenance.handler({}, ShortLambdaContext())
 
     assert time.monotonic() - started < BUDGET_S + ALLOWANCE_S
+
+
+def test_extractor_handler_on_a_hung_model_defers_the_work_in_time(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungPort
+) -> None:
+    """The Converse client the extractor function builds (composition.build_extractor) takes
+    its timeouts from the invocation's deadline: a hung model fails the record in time, and
+    SQS redelivers it, instead of Lambda stopping the function."""
+    from functions import extractor, runtime
+    from prme.model.inputs import IngestInput
+
+    _rebuild_handler_with(
+        monkeypatch, PRME_EXTRACTOR="bedrock", AWS_ENDPOINT_URL_BEDROCK_RUNTIME=hung.url
+    )
+    engine = runtime.backend().engine
+    ingested = engine.ingest(API_ALICE, IngestInput(content="We ran 12 km on Sunday."))
+    (work,) = engine.get_extraction_status(API_ALICE, ingested.event_id)[1]
+
+    started = time.monotonic()
+    deferred = extractor.handler(sqs_event([WorkRef.of(work)]), ShortLambdaContext())
+
+    assert deferred == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    assert time.monotonic() - started < BUDGET_S + ALLOWANCE_S
+    status, (item,) = engine.get_extraction_status(API_ALICE, ingested.event_id)
+    assert status is ProcessingStatus.PENDING
+    assert (item.attempts, item.last_error) == (1, "Timeout")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from prme.model.enums import CredentialRole
 from tests.iam_support import IamDeployment, IamServer, enter_function, iam_deployment
 from tests.integration.lambda_support import (
+    ALICE,
     TENANT,
     FakeLambdaContext,
     load_event,
@@ -64,6 +64,21 @@ def api_key(deployment: IamDeployment) -> str:
         tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER
     )
     return issued.secret
+
+
+def age_pending_work(deployment: IamDeployment) -> None:
+    """Make Alice's pending materialization look untouched since before SQS could still be
+    delivering it (the sweeper waits that long), as an operator's clock would see it later."""
+    from datetime import timedelta
+
+    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.resources import queue_specs
+
+    ledger = DynamoDbLedger(deployment.admin("dynamodb"), deployment.binding.table_name)
+    span = queue_specs(deployment.binding.queue_prefix)["materialize"].delivery_span_s
+    for work in ledger.list_pending_work(ALICE, 100):
+        earlier = work.updated_at - timedelta(seconds=span + 1)
+        ledger.save_work(work.model_copy(update={"updated_at": earlier}))
 
 
 def api_call(key: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
@@ -151,7 +166,7 @@ def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
 
 
 def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import materializer
+    from functions import extractor
 
     key = api_key(deployment)
     run_as("api")
@@ -159,9 +174,9 @@ def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:
     status, ingested = api_call(key, "/v1/ingest", content)
     assert status == 200, ingested
 
-    run_as("materializer")
+    run_as("extractor")
     batch = sqs_records("sqs_materialize_batch.json", drain(deployment, "extract"))
-    assert materializer.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
+    assert extractor.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
 
     run_as("api")
     status, body = api_call(key, f"/v1/events/{ingested['event_id']}/extraction-status")
@@ -197,7 +212,7 @@ def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs)
     for name in ("International Business Machines", "IBM"):
         api_call(key, "/v1/store", {"content": name, "node_type": "entity"})
     announced = drain(deployment, "materialize")  # the announcements are lost
-    time.sleep(1.1)  # past the overdue period LOCAL_OVERRIDES sets
+    age_pending_work(deployment)
 
     run_as("maintenance")
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
@@ -219,7 +234,8 @@ SCENARIOS: dict[str, tuple[Callable[[IamDeployment, RunAs], None], ...]] = {
         import_materialize_retrieve,
         maintenance_announces_overdue_work,
     ),
-    "materializer": (import_materialize_retrieve, ingest_then_extract),
+    "materializer": (import_materialize_retrieve,),
+    "extractor": (ingest_then_extract,),
     "maintenance": (maintenance_announces_overdue_work,),
 }
 
@@ -242,7 +258,7 @@ def test_import_then_materialize_then_retrieve_each_under_its_role(
     import_materialize_retrieve(iam_deployed, role_switcher(iam_deployed, monkeypatch))
 
 
-def test_extraction_runs_in_the_materializer_under_its_role(
+def test_extraction_runs_in_the_extractor_under_its_role(
     iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ingest_then_extract(iam_deployed, role_switcher(iam_deployed, monkeypatch))

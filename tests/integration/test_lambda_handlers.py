@@ -169,24 +169,57 @@ def test_poison_work_fails_on_its_last_receive_and_shows_in_status(deployed: Dep
         runtime.backend().clients.opensearch.indices.open(index=f"{deployed.names.index_alias}-v1")
 
 
-def test_maintenance_announces_overdue_work(
-    deployed: Deployed, monkeypatch: pytest.MonkeyPatch
+def _untouched_for(work: Any, seconds: int) -> None:
+    """Make a pending work item look as if nothing had touched it for `seconds`."""
+    from datetime import timedelta
+
+    from functions import runtime
+
+    earlier = work.updated_at - timedelta(seconds=seconds)
+    runtime.backend().engine.deps.ledger.save_work(work.model_copy(update={"updated_at": earlier}))
+
+
+def test_maintenance_announces_overdue_work_of_every_kind_once_its_queue_gave_up(
+    deployed: Deployed,
 ) -> None:
     from functions import maintenance, runtime
+    from prme.backends.aws.resources import queue_specs
+    from prme.engine.materialize import MAX_SWEEPS, SWEEPS_EXHAUSTED
+    from prme.model.inputs import IngestInput
 
-    _, work = _pending_store("left pending by a lost send", lose_send=True)
-    monkeypatch.setenv("PRME_WORK_OVERDUE_SECONDS", "1")
-    runtime.settings.cache_clear()
-    import time
-
-    time.sleep(1.1)
+    specs = queue_specs(deployed.names.queue_prefix)
+    engine = runtime.backend().engine
+    # Given materialization work whose send was lost, and two extractions
+    _, materialize = _pending_store("left pending by a lost send", lose_send=True)
+    lost = engine.ingest(ALICE, IngestInput(content="We ran 12 km."))
+    in_flight = engine.ingest(ALICE, IngestInput(content="We swam 2 km."))
+    assert len(_received_refs(deployed, "extract")) == 2  # taken off the queue
+    [extract] = engine.get_extraction_status(ALICE, lost.event_id)[1]
+    [retried] = engine.get_extraction_status(ALICE, in_flight.event_id)[1]
+    _untouched_for(materialize, specs["materialize"].delivery_span_s + 1)
+    _untouched_for(extract, specs["extract"].delivery_span_s + 1)
+    # ...one of which SQS may still be redelivering: older than the materialize queue's
+    # span, not the extract queue's.
+    _untouched_for(retried, specs["materialize"].delivery_span_s + 1)
+    # When the maintenance pass runs
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
-    assert result == {"expired_archived": 0, "overdue_announced": 1, "alias_proposals_created": 0}
-    messages = deployed.sqs.receive_message(
-        QueueUrl=deployed.urls["materialize"], MaxNumberOfMessages=10
+    # Then each overdue item is announced again on its own queue, the other one is left alone
+    assert result["overdue_announced"] == 2
+    assert result["overdue_failed"] == 0
+    assert _received_refs(deployed, "materialize") == [WorkRef.of(materialize)]
+    assert _received_refs(deployed, "extract") == [WorkRef.of(extract)]
+    # When it has been announced as often as the sweeper allows and is overdue again
+    [extract] = engine.get_extraction_status(ALICE, lost.event_id)[1]
+    assert extract.sweeps == 1
+    _untouched_for(
+        extract.model_copy(update={"sweeps": MAX_SWEEPS}), specs["extract"].delivery_span_s + 1
     )
-    refs = [WorkRef.from_message(json.loads(m["Body"])) for m in messages["Messages"]]
-    assert refs == [WorkRef.of(work)]
+    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    # Then it is failed with its reason, and nothing is announced
+    assert (result["overdue_announced"], result["overdue_failed"]) == (0, 1)
+    status, [failed] = engine.get_extraction_status(ALICE, lost.event_id)
+    assert status is ProcessingStatus.FAILED
+    assert failed.last_error == SWEEPS_EXHAUSTED
 
 
 def test_maintenance_proposes_aliases_for_new_entities(deployed: Deployed) -> None:
@@ -210,10 +243,10 @@ def _received_refs(deployed: Deployed, family: str) -> list[WorkRef]:
     return [WorkRef.from_message(json.loads(m["Body"])) for m in messages.get("Messages", [])]
 
 
-def test_ingest_announces_extraction_on_its_queue_and_the_materializer_runs_it(
+def test_ingest_announces_extraction_on_its_queue_and_the_extractor_runs_it(
     deployed: Deployed,
 ) -> None:
-    from functions import materializer, runtime
+    from functions import extractor, runtime
 
     status, body = api_call(
         "apigw_v2_store.json",
@@ -226,7 +259,7 @@ def test_ingest_announces_extraction_on_its_queue_and_the_materializer_runs_it(
     refs = _received_refs(deployed, "extract")
     assert [r.event_id for r in refs] == [body["event_id"]]
     assert _received_refs(deployed, "materialize") == []  # the raw note was indexed inline
-    response = materializer.handler(sqs_event(refs), FakeLambdaContext())
+    response = extractor.handler(sqs_event(refs), FakeLambdaContext())
     assert response == {"batchItemFailures": []}
     engine = runtime.backend().engine
     assert engine.get_extraction_status(ALICE, body["event_id"])[0] is ProcessingStatus.COMPLETED
@@ -236,11 +269,14 @@ def test_ingest_announces_extraction_on_its_queue_and_the_materializer_runs_it(
     assert derived  # claims, entities or quantities from the message
 
 
-def test_extraction_that_keeps_failing_ends_failed_on_its_last_receive(deployed: Deployed) -> None:
+def test_extraction_that_keeps_failing_ends_failed_on_the_extract_queues_last_receive(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dataclasses import replace
     from datetime import datetime
 
-    from functions import materializer, runtime
+    from functions import extractor, runtime, work_consumer
+    from prme.backends.aws.resources import queue_specs
     from prme.errors import ExtractionUnavailableError
     from prme.model.extraction import Extraction
 
@@ -250,6 +286,11 @@ def test_extraction_that_keeps_failing_ends_failed_on_its_last_receive(deployed:
         def extract(self, text: str, *, reference_time: datetime) -> Extraction:
             raise ExtractionUnavailableError(reason_code="ProviderError")
 
+    # Given an extract queue that dead-letters sooner than the materialize queue
+    specs = queue_specs(deployed.names.queue_prefix)
+    specs["extract"] = replace(specs["extract"], max_receive_count=3)
+    assert specs["materialize"].max_receive_count > 3
+    monkeypatch.setattr(work_consumer, "queue_specs", lambda _prefix: specs)
     _, body = api_call(
         "apigw_v2_store.json",
         key=deployed.alice_key,
@@ -259,10 +300,14 @@ def test_extraction_that_keeps_failing_ends_failed_on_its_last_receive(deployed:
     refs = _received_refs(deployed, "extract")
     engine = runtime.backend().engine
     engine.deps = replace(engine.deps, extractor=Down())
-    first = materializer.handler(sqs_event(refs, receive_count=1), FakeLambdaContext())
+    # When the model stays down
+    first = extractor.handler(sqs_event(refs, receive_count=1), FakeLambdaContext())
     assert first == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
-    assert engine.get_extraction_status(ALICE, body["event_id"])[0] is ProcessingStatus.PENDING
-    last = materializer.handler(sqs_event(refs, receive_count=5), FakeLambdaContext())
+    status, items = engine.get_extraction_status(ALICE, body["event_id"])
+    assert status is ProcessingStatus.PENDING
+    assert items[0].last_error == "ProviderError"
+    # Then the extract queue's last receive, not the materialize queue's, fails the work
+    last = extractor.handler(sqs_event(refs, receive_count=3), FakeLambdaContext())
     assert last == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
     status, items = engine.get_extraction_status(ALICE, body["event_id"])
     assert status is ProcessingStatus.FAILED

@@ -209,3 +209,30 @@ def test_cli_says_why_a_reindex_stopped_and_exits_non_zero(
     out, err = capsys.readouterr()
     assert out == ""
     assert "reindex stopped: Embedding model unavailable" in err
+
+
+def test_cli_tenant_reindex_stops_at_the_failing_owner_and_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [("alice", "I signed up for a pottery class."), ("bob", "The lake was freezing.")]
+    data = hashing_memory(tmp_path, monkeypatch, records)
+    real = HashingEmbedder.embed_segmented
+    calls = 0
+
+    def fails_second_owner(
+        self: HashingEmbedder, groups: Sequence[Sequence[str]]
+    ) -> NDArray[np.float32]:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            raise EmbeddingUnavailableError()
+        return real(self, groups)
+
+    monkeypatch.setattr(HashingEmbedder, "embed_segmented", fails_second_owner)
+
+    assert main(["--data-dir", str(data), "reindex", "--all-users"]) == 1
+
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["user_id=alice reindexed=1 batches=1"]
+    assert "reindex stopped at bob: Embedding model unavailable" in err
+    assert "prme reindex --all-users --start-after alice" in err

@@ -252,8 +252,10 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
             )
         )
     except ConflictError:
-        # Ids are derived from the work item: another pass committed this very result.
-        return None
+        # Ids are derived from the work item: another pass committed this very result. The
+        # item is closed here too, in case it was seen pending again after that pass (a
+        # redelivery racing a re-announcement); left pending, it would end failed.
+        deps.ledger.save_work(done)
     return None
 
 

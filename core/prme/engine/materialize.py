@@ -6,7 +6,7 @@ import math
 import struct
 import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -28,7 +28,7 @@ from prme.errors import (
     PrmeError,
     WorkDeferredError,
 )
-from prme.model.enums import WorkKind, WorkStatus
+from prme.model.enums import WorkFamily, WorkKind, WorkStatus
 from prme.model.records import MemoryNode, OwnerKey, WorkItem
 from prme.model.search import IndexDocument
 
@@ -469,13 +469,90 @@ def fail_work(deps: EngineDeps, ref: WorkRef, reason: str) -> bool:
     return False
 
 
-def sweep_overdue_work(deps: EngineDeps, *, overdue_seconds: int, limit: int = 500) -> int:
-    """Announce again every pending item older than `overdue_seconds` (lost sends, crashes)."""
-    cutoff = deps.clock.now() - timedelta(seconds=overdue_seconds)
-    overdue = [w for w in deps.ledger.list_pending_work(None, limit) if w.updated_at <= cutoff]
-    if overdue:
-        deps.queue.enqueue(overdue)
-    return len(overdue)
+# Families of queued work the sweeper re-announces. Alias scans are not queued: every
+# maintenance pass lists and runs them itself, so none can be lost.
+SWEPT_FAMILIES: tuple[WorkFamily, ...] = ("materialize", "extract")
+# Times the sweeper announces one item again; overdue once more after that, it is failed.
+MAX_SWEEPS = 3
+# The reason an item failed by the sweeper shows (its last failure, if any, is logged).
+SWEEPS_EXHAUSTED = "overdue_after_retries"
+# Items saved and announced together (SQS sends up to ten messages in one call).
+_SWEEP_BATCH = 10
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    announced: int
+    failed: int
+    # Items failed by this pass, with the last failure each had recorded before (or None):
+    # a category, never content, so an edge may log it.
+    failures: tuple[tuple[WorkItem, str | None], ...] = ()
+
+
+def sweep_overdue_work(
+    deps: EngineDeps,
+    *,
+    overdue_seconds: int | Mapping[WorkFamily, int],
+    limit: int = 500,
+) -> SweepReport:
+    """Announce again every queued item (any family) pending untouched for longer than its
+    family's `overdue_seconds` (lost sends, crashed or timed-out workers, dead-lettered
+    messages), at most MAX_SWEEPS times; an item overdue after that is failed with its reason.
+
+    Each announcement is saved (count and time) before it is sent: a worker that finishes
+    the item meanwhile is not overwritten later, and a send that fails still counts. Items
+    are saved and sent a queue batch at a time, so a pass cut short (its deadline, an
+    outage) leaves at most one batch counted but not announced."""
+    now = deps.clock.now()
+    announced = 0
+    failures: list[tuple[WorkItem, str | None]] = []
+    for family in SWEPT_FAMILIES:
+        seconds = overdue_seconds if isinstance(overdue_seconds, int) else overdue_seconds[family]
+        cutoff = now - timedelta(seconds=seconds)
+        listed = deps.ledger.list_pending_work(None, limit, family=family)
+        overdue = [w for w in listed if w.updated_at <= cutoff]
+        for start in range(0, len(overdue), _SWEEP_BATCH):
+            announce: list[WorkItem] = []
+            for item in _still_overdue(deps, overdue[start : start + _SWEEP_BATCH], cutoff):
+                if item.sweeps >= MAX_SWEEPS:
+                    failed = item.model_copy(
+                        update={
+                            "status": WorkStatus.FAILED,
+                            "last_error": SWEEPS_EXHAUSTED,
+                            "updated_at": now,
+                        }
+                    )
+                    deps.ledger.save_work(failed)
+                    failures.append((failed, item.last_error))
+                    continue
+                swept = item.model_copy(update={"sweeps": item.sweeps + 1, "updated_at": now})
+                deps.ledger.save_work(swept)
+                announce.append(swept)
+            if announce:
+                deps.queue.enqueue(announce)
+                announced += len(announce)
+    return SweepReport(announced=announced, failed=len(failures), failures=tuple(failures))
+
+
+def _still_overdue(
+    deps: EngineDeps, candidates: Sequence[WorkItem], cutoff: datetime
+) -> list[WorkItem]:
+    """The candidates as the ledger holds them now, those still pending and untouched.
+
+    A listing of pending work may lag (DynamoDB's GSIs are eventually consistent): an item a
+    worker has just finished must not be saved back as pending. Overdue work is rare, so one
+    consistent read per source is cheap."""
+    current: list[WorkItem] = []
+    for item in candidates:
+        owner = _owner_key(item.tenant_id, item.owner_id)
+        for stored in deps.ledger.list_event_work(owner, item.event_id):
+            if (
+                stored.id == item.id
+                and stored.status is WorkStatus.PENDING
+                and stored.updated_at <= cutoff
+            ):
+                current.append(stored)
+    return current
 
 
 def process_pending_work(

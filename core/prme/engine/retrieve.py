@@ -37,9 +37,11 @@ from prme.retrieval.receipts import (
     RetrievalReceipt,
     SessionContextEntry,
 )
+from prme.retrieval.response_size import ResponseBudget, fit_response
 from prme.retrieval.results import (
     ContextBundle,
     ExcludedCandidate,
+    ResponseSizeLimit,
     RetrievalMetrics,
     RetrievalResponse,
     RetrievalResult,
@@ -140,8 +142,14 @@ def gather_candidates(
 
 
 def retrieve_memories(
-    deps: EngineDeps, owner: OwnerKey, request: RetrieveInput
+    deps: EngineDeps,
+    owner: OwnerKey,
+    request: RetrieveInput,
+    *,
+    response_budget: ResponseBudget | None = None,
 ) -> RetrievalResponse:
+    """Rank, select and pack; with `response_budget`, the records a surface sends are cut (in
+    rank order) to what its response can carry, and the response says how many were left out."""
     started = time.perf_counter()
     config = deps.config
     now = deps.clock.now()
@@ -220,17 +228,42 @@ def retrieve_memories(
             radius=config.retrieval.session_context_radius,
         )
         selection = context.selection
-    packed = pack_context(
-        selection.selected,
-        token_budget=budget,
-        counter=deps.token_counter,
-        context_format=request.context_format,
-        fold_repeated_text=config.packing.fold_repeated_text,
-        layout=config.packing.reader_layout,
-    )
+
+    def pack(nodes: list[MemoryNode]) -> PackedContext:
+        return pack_context(
+            nodes,
+            token_budget=budget,
+            counter=deps.token_counter,
+            context_format=request.context_format,
+            fold_repeated_text=config.packing.fold_repeated_text,
+            layout=config.packing.reader_layout,
+        )
+
+    packed = pack(selection.selected)
     if fill_budget:
         # The results are the records the context holds; the rest did not fit the budget.
         selection = selection.keep_only({e.node_id for e in packed.entries}, "token_budget")
+    size_limit: ResponseSizeLimit | None = None
+    if response_budget is not None:
+        cut = fit_response(
+            selection,
+            response_budget,
+            candidates=len(fused) + len(context.fetched),
+            context_format=request.context_format,
+            in_context=packed.lines.keys(),
+        )
+        if cut.omitted:
+            selection = cut.selection
+            # Packing admits in rank order, so a ranked prefix packs as the prefix of the
+            # context it had: only the records cut for size leave it.
+            packed = pack(selection.selected)
+            size_limit = ResponseSizeLimit(
+                omitted=cut.omitted,
+                max_response_bytes=response_budget.max_bytes,
+                message=f"{cut.omitted} ranked records were left out to keep the response under "
+                f"{response_budget.max_bytes} bytes; ask for fewer (limit or token_budget) or "
+                "narrow the query",
+            )
     bundle = _bundle(request, budget, selection, packed)
     decay = config.packing.session_context_rank_fusion_score_decay
     context_scores = _context_scores(context, fused, candidates, decay)
@@ -328,7 +361,11 @@ def retrieve_memories(
         },
     )
     return RetrievalResponse(
-        results=results, bundle=bundle, value_bindings=bundle.value_bindings(), metrics=metrics
+        results=results,
+        bundle=bundle,
+        value_bindings=bundle.value_bindings(),
+        metrics=metrics,
+        size_limit=size_limit,
     )
 
 

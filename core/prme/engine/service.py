@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prme.engine import (
@@ -28,7 +28,7 @@ from prme.engine.store import StoreResult
 from prme.engine.work_refs import WorkRef
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
-from prme.model.enums import ProcessingStatus, Scope
+from prme.model.enums import ProcessingStatus, Scope, WorkFamily
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -52,6 +52,7 @@ from prme.model.quantities import (
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.retrieval.receipts import RetrievalReceipt
+from prme.retrieval.response_size import ResponseBudget
 from prme.retrieval.results import RetrievalResponse
 
 
@@ -96,8 +97,16 @@ class MemoryEngine:
     ) -> ProcessingReport:
         return extraction.process_extractions(self.deps, owner, budget_ms=budget_ms)
 
-    def retrieve(self, owner: OwnerKey, request: RetrieveInput) -> RetrievalResponse:
-        return retrieve.retrieve_memories(self.deps, owner, request)
+    def retrieve(
+        self,
+        owner: OwnerKey,
+        request: RetrieveInput,
+        *,
+        response_budget: ResponseBudget | None = None,
+    ) -> RetrievalResponse:
+        return retrieve.retrieve_memories(
+            self.deps, owner, request, response_budget=response_budget
+        )
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event:
         return reads.get_event(self.deps, owner, event_id)
@@ -158,7 +167,10 @@ class MemoryEngine:
     def archive_expired(self, *, limit: int = 100) -> int:
         return expiry.archive_expired_nodes(self.deps, limit=limit)
 
-    def sweep_overdue(self, *, overdue_seconds: int) -> int:
+    def sweep_overdue(
+        self, *, overdue_seconds: int | Mapping[WorkFamily, int]
+    ) -> materialize.SweepReport:
+        """Re-announce overdue queued work of every family; fail what stays overdue."""
         return materialize.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
 
     def process_pending(
@@ -168,6 +180,10 @@ class MemoryEngine:
 
     def reindex(self, owner: OwnerKey, *, progress: ReindexProgress | None = None) -> ReindexReport:
         return reindex_owner(self.deps, owner, progress=progress)
+
+    def list_owners(self, tenant_id: str) -> list[str]:
+        """Every owner of a tenant with stored events (operator use: reindexing a tenant)."""
+        return self.deps.ledger.list_owners(tenant_id)
 
     # -- relevance feedback and answer citations (engine/feedback.py) --
 

@@ -8,6 +8,7 @@ from uuid import UUID
 from fastapi import FastAPI
 from starlette.routing import Route
 
+from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http import routes_aliases, routes_feedback, routes_quantities
@@ -26,6 +27,7 @@ from prme.http.dependencies import (
 )
 from prme.http.errors import install_error_handlers
 from prme.http.request_log import RequestLogMiddleware
+from prme.http.response_budget import http_response_budget
 from prme.http.schemas import (
     ErrorResponse,
     EventResponse,
@@ -49,6 +51,7 @@ from prme.http.schemas import (
 from prme.mcp.endpoint import LazyMcpEndpoint
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.retrieval.receipts import RetrievalReceipt
+from prme.retrieval.response_size import ResponseBudget
 
 
 def create_app(runtime: ApiRuntime) -> FastAPI:
@@ -73,13 +76,15 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
         return {"status": "ok"}
 
     _write_routes(app, engine)
-    _read_routes(app, engine)
+    _read_routes(app, engine, http_response_budget(runtime.max_response_bytes))
     _lifecycle_routes(app, engine)
     routes_feedback.register(app, engine)
     routes_aliases.register(app, engine)
     routes_quantities.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
-    mcp = LazyMcpEndpoint(engine, runtime.credentials, runtime.auth)
+    mcp = LazyMcpEndpoint(
+        engine, runtime.credentials, runtime.auth, max_response_bytes=runtime.max_response_bytes
+    )
     app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     return app
 
@@ -150,12 +155,10 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     def process_extractions(
         body: MaterializationRequest, caller: Caller
     ) -> MaterializationResponse:
-        report = engine.process_extractions(
-            resolve_owner(caller, body.user_id), budget_ms=body.budget_ms
-        )
-        return MaterializationResponse(
-            processed=report.processed, pending=report.pending, failed=report.failed
-        )
+        # Lowered here as the engine would, so the response can say what the pass was given.
+        given_ms = pass_budget_ms(body.budget_ms)
+        report = engine.process_extractions(resolve_owner(caller, body.user_id), budget_ms=given_ms)
+        return MaterializationResponse.of(report, requested_ms=body.budget_ms, given_ms=given_ms)
 
     @app.post("/v1/ingest/fast", response_model=FastIngestResponse, responses=WRITE_ERRORS)
     def ingest_fast(
@@ -175,15 +178,13 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     def process_materializations(
         body: MaterializationRequest, caller: Caller
     ) -> MaterializationResponse:
-        report = engine.process_pending(
-            resolve_owner(caller, body.user_id), budget_ms=body.budget_ms
-        )
-        return MaterializationResponse(
-            processed=report.processed, pending=report.pending, failed=report.failed
-        )
+        # Lowered here as the engine would, so the response can say what the pass was given.
+        given_ms = pass_budget_ms(body.budget_ms)
+        report = engine.process_pending(resolve_owner(caller, body.user_id), budget_ms=given_ms)
+        return MaterializationResponse.of(report, requested_ms=body.budget_ms, given_ms=given_ms)
 
 
-def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
+def _read_routes(app: FastAPI, engine: MemoryEngine, response_budget: ResponseBudget) -> None:
     """Retrieval, sources, nodes, processing state and receipts."""
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse, responses=ERRORS)
@@ -192,12 +193,13 @@ def _read_routes(app: FastAPI, engine: MemoryEngine) -> None:
         request = RetrieveInput.model_validate(
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
-        response = engine.retrieve(owner, request)
+        response = engine.retrieve(owner, request, response_budget=response_budget)
         return RetrieveResponse(
             results=response.results,
             bundle=response.bundle,
             value_bindings=response.value_bindings,
             metrics=response.metrics,
+            size_limit=response.size_limit,
         )
 
     @app.get("/v1/events/{event_id}", response_model=EventResponse, responses=READ_ERRORS)

@@ -14,6 +14,7 @@ from prme.engine.service import MemoryEngine
 from prme.http.auth import AuthPolicy, authenticate
 from prme.http.schemas import AcceptedErrorResponse, ErrorResponse
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
+from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class ApiRuntime:
     auth: AuthPolicy
     # Bodies past this are refused (413) while being read, before parsing or authentication.
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # A retrieval response keeps ranked records up to this many bytes as sent (see
+    # prme.http.response_budget); the rest are left out and counted in its size_limit.
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     # Each request's time budget (PRME_REQUEST_BUDGET_MS); None leaves requests unbounded.
     request_budget_ms: int | None = None
 

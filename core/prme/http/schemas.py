@@ -8,11 +8,17 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prme.engine.materialize import ProcessingReport
 from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.records import Event, MemoryNode, WorkItem
-from prme.retrieval.results import ContextBundle, RetrievalMetrics, RetrievalResult
+from prme.retrieval.results import (
+    ContextBundle,
+    ResponseSizeLimit,
+    RetrievalMetrics,
+    RetrievalResult,
+)
 
 USER_ID = Field(
     default=None, min_length=1, max_length=256, description="Owner; defaults to the key's owner"
@@ -68,6 +74,31 @@ class MaterializationResponse(BaseModel):
     processed: int
     pending: int
     failed: int
+    budget_ms: int | None = Field(
+        default=None,
+        description="The time the pass was given: the requested budget_ms, lowered to the pass's "
+        "share of what was left of the request's own time (PRME_REQUEST_BUDGET_MS and, on AWS "
+        "Lambda, the function's remaining time) when that was less; null when nothing bounded it",
+    )
+    budget_lowered: bool = Field(
+        default=False,
+        description="True when the requested budget_ms was more than the request could give; "
+        "call again (or let the workers finish) for the work still pending",
+    )
+
+    @classmethod
+    def of(
+        cls, report: ProcessingReport, *, requested_ms: int | None, given_ms: int | None
+    ) -> MaterializationResponse:
+        return cls(
+            processed=report.processed,
+            pending=report.pending,
+            failed=report.failed,
+            budget_ms=given_ms,
+            budget_lowered=requested_ms is not None
+            and given_ms is not None
+            and given_ms < requested_ms,
+        )
 
 
 class ReinforceRequest(BaseModel):
@@ -94,6 +125,12 @@ class RetrieveResponse(BaseModel):
     bundle: ContextBundle
     value_bindings: list[VisibleValueBinding]
     metrics: RetrievalMetrics
+    size_limit: ResponseSizeLimit | None = Field(
+        default=None,
+        description="Present only when ranked records were left out to keep the response under "
+        "the server's byte limit; absent when everything the limit and token budget allowed "
+        "was returned",
+    )
 
 
 class EventResponse(BaseModel):

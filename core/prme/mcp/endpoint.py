@@ -17,14 +17,22 @@ if TYPE_CHECKING:
 
 class LazyMcpEndpoint:
     def __init__(
-        self, engine: MemoryEngine, credentials: CredentialService, auth: AuthPolicy
+        self,
+        engine: MemoryEngine,
+        credentials: CredentialService,
+        auth: AuthPolicy,
+        *,
+        max_response_bytes: int,
     ) -> None:
         self._args = (engine, credentials, auth)
+        self._max_response_bytes = max_response_bytes
         self._endpoint: McpHttpEndpoint | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._endpoint is None:
             from prme.mcp.http import McpHttpEndpoint
 
-            self._endpoint = McpHttpEndpoint(*self._args)
+            self._endpoint = McpHttpEndpoint(
+                *self._args, max_response_bytes=self._max_response_bytes
+            )
         await self._endpoint(scope, receive, send)

@@ -38,9 +38,16 @@ class McpHttpEndpoint:
     """An ASGI app: authenticate the bearer key, then serve one MCP request for that caller."""
 
     def __init__(
-        self, engine: MemoryEngine, credentials: CredentialService, auth: AuthPolicy
+        self,
+        engine: MemoryEngine,
+        credentials: CredentialService,
+        auth: AuthPolicy,
+        *,
+        max_response_bytes: int,
     ) -> None:
-        self._server: MCPServer = build_mcp_server(engine, _current_caller)
+        self._server: MCPServer = build_mcp_server(
+            engine, _current_caller, max_response_bytes=max_response_bytes
+        )
         self._credentials = credentials
         self._auth = auth
 

@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.errors import (
@@ -33,13 +34,19 @@ from prme.errors import (
     status_for,
     validation_details,
 )
-from prme.http.schemas import EventResponse, NodeResponse
+from prme.http.schemas import EventResponse, MaterializationResponse, NodeResponse
 from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.enums import NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.quantities import QuantityAggregationQuery
-from prme.model.records import OwnerKey
+from prme.model.records import MemoryNode, OwnerKey
+from prme.retrieval.packing import ContextFormat
+from prme.retrieval.response_size import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ResponseBudget,
+    record_text_bytes,
+)
 
 logger = logging.getLogger("prme.mcp")
 
@@ -92,6 +99,41 @@ def _ok(value: Any) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
         structured_content=payload,
+    )
+
+
+# A result's field names, ids, enums, scores and times in both renderings of the tool's result
+# (structured, and the JSON text beside it, whose quotes are escaped once more), its context
+# reference and its value bindings' field names.
+_RETRIEVE_PER_RECORD_BYTES = 4_096
+# Metrics, the context's scalar fields, the JSON-RPC envelope and the Lambda envelope.
+_RETRIEVE_FIXED_BYTES = 32 * 1024
+
+
+def retrieve_tool_budget(max_bytes: int, *, include_context: bool) -> ResponseBudget:
+    """The byte measure of a memory_retrieve result as sent: every field appears twice, as
+    structured content inside the JSON-RPC body (two encodings deep on Lambda) and inside the
+    text content's JSON string (three deep)."""
+
+    def record_bytes(node: MemoryNode, context_format: ContextFormat, in_context: bool) -> int:
+        shown = include_context and in_context
+        total = _RETRIEVE_PER_RECORD_BYTES
+        for level in (2, 3):
+            total += record_text_bytes(
+                node,
+                context_format,
+                level=level,
+                with_context=shown,
+                binding_copies=1 if shown else 0,
+                rendered_bindings=shown,
+            )
+        return total
+
+    return ResponseBudget(
+        max_bytes=max_bytes,
+        record_bytes=record_bytes,
+        fixed_bytes=_RETRIEVE_FIXED_BYTES,
+        per_candidate_bytes=0,
     )
 
 
@@ -200,20 +242,28 @@ def _root_logger_kept() -> Iterator[None]:
         root.setLevel(level)
 
 
-def build_mcp_server(engine: MemoryEngine, principal: PrincipalSource) -> PrmeMcpServer:
-    """The PRME tools bound to one engine; `principal` says who is calling right now."""
+def build_mcp_server(
+    engine: MemoryEngine,
+    principal: PrincipalSource,
+    *,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> PrmeMcpServer:
+    """The PRME tools bound to one engine; `principal` says who is calling right now, and a
+    memory_retrieve result holds ranked records up to `max_response_bytes` as sent."""
     with _root_logger_kept():
         server = PrmeMcpServer(
             name="prme", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
         )
     run = _Runner(principal)
-    _memory_tools(server, engine, run)
+    _memory_tools(server, engine, run, max_response_bytes)
     _lifecycle_tools(server, engine, run)
     _judgment_tools(server, engine, run)
     return server
 
 
-def _memory_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+def _memory_tools(
+    server: PrmeMcpServer, engine: MemoryEngine, run: _Runner, max_response_bytes: int
+) -> None:
     """Store, ingest, retrieve, read, and resolve tool arguments."""
 
     @_tool(server, _WRITES)
@@ -372,11 +422,19 @@ def _memory_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
         )
 
         def action(owner: OwnerKey) -> dict[str, Any]:
-            response = engine.retrieve(owner, validated(RetrieveInput, fields))
+            response = engine.retrieve(
+                owner,
+                validated(RetrieveInput, fields),
+                response_budget=retrieve_tool_budget(
+                    max_response_bytes, include_context=include_context
+                ),
+            )
             out: dict[str, Any] = {
                 "results": [r.model_dump(mode="json") for r in response.results],
                 "metrics": response.metrics.model_dump(mode="json"),
             }
+            if response.size_limit is not None:
+                out["size_limit"] = response.size_limit.model_dump(mode="json")
             if include_context:
                 bundle = response.bundle
                 out["context"] = bundle.context
@@ -484,15 +542,13 @@ def _memory_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
         ] = 5000,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Build and index pending memories of this owner; returns processed, pending, failed."""
+        """Build and index pending memories of this owner; returns processed, pending, failed,
+        and budget_ms (the time the pass was given; budget_lowered when less than asked)."""
 
-        def action(owner: OwnerKey) -> dict[str, int]:
-            report = engine.process_pending(owner, budget_ms=budget_ms)
-            return {
-                "processed": report.processed,
-                "pending": report.pending,
-                "failed": report.failed,
-            }
+        def action(owner: OwnerKey) -> MaterializationResponse:
+            given_ms = pass_budget_ms(budget_ms)
+            report = engine.process_pending(owner, budget_ms=given_ms)
+            return MaterializationResponse.of(report, requested_ms=budget_ms, given_ms=given_ms)
 
         return run(user_id, action)
 

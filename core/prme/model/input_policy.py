@@ -17,9 +17,17 @@ MAX_BODY_DEPTH = 48
 MAX_METADATA_DEPTH = 32
 # Integers beyond 2**53 lose digits in most JSON readers (and in DynamoDB past 38 digits).
 MAX_SAFE_INTEGER = 2**53 - 1
-# Lambda refuses synchronous payloads over 6 MB (the API Gateway event wraps the body), so a
-# larger body could never be served on AWS; embedded serving keeps the same limit.
+# Embedded serving's limit on a request body.
 DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
+# AWS Lambda's limit on a synchronous invocation's payload, each way (6 MB): the API Gateway
+# event that wraps a request body, and the handler's JSON-encoded return value.
+LAMBDA_PAYLOAD_BYTES = 6_291_456
+# The body limit the stack gives the api function: every body it accepts fits the invoke
+# payload however API Gateway carries it. A body of a non-text type is base64-encoded (4/3); a
+# JSON body is escaped inside the event's JSON, at most 3 times larger (an emoji's 4 bytes
+# become a 12-byte escape if the event is ASCII-escaped); 64 KiB is left for the request line
+# and headers (HTTP APIs cap them at 10 KiB) and the copies of them the event carries.
+LAMBDA_MAX_BODY_BYTES = 2_000_000
 # How much of a caller's text an error message may quote.
 EXCERPT_CHARS = 64
 

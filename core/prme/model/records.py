@@ -181,6 +181,8 @@ class WorkItem(BaseModel):
     last_error: str | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
+    # Times the sweeper announced the item again because it stayed pending (engine/materialize).
+    sweeps: int = 0
 
 
 class Credential(BaseModel):

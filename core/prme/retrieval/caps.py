@@ -9,7 +9,9 @@ from typing import Literal
 
 from prme.model.records import MemoryNode
 
-ExclusionReason = Literal["min_score", "source_limit", "evidence_limit", "limit", "token_budget"]
+ExclusionReason = Literal[
+    "min_score", "source_limit", "evidence_limit", "limit", "token_budget", "response_size"
+]
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ class ReceiptCandidate(BaseModel):
     evidence_refs: list[str]
     outcome: str = Field(
         description="returned, or why it was left out: filtered, min_score, source_limit, "
-        "evidence_limit, limit"
+        "evidence_limit, limit, token_budget, response_size (past the server's response byte "
+        "limit)"
     )
 
 

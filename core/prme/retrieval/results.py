@@ -51,7 +51,9 @@ class ExcludedCandidate(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     node_id: str
-    reason: Literal["min_score", "source_limit", "evidence_limit", "limit", "token_budget"]
+    reason: Literal[
+        "min_score", "source_limit", "evidence_limit", "limit", "token_budget", "response_size"
+    ]
 
 
 class ContextBundle(BaseModel):
@@ -103,6 +105,28 @@ class RetrievalMetrics(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
+class ResponseSizeLimit(BaseModel):
+    """Why a retrieval returned fewer records than its limit and token budget allowed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: Literal["response_size"] = Field(
+        default="response_size",
+        description="Records were left out so the response stays under the server's byte limit",
+    )
+    omitted: int = Field(
+        description="How many ranked records were left out (listed in bundle.excluded with "
+        "reason response_size); every record returned ranks above every record left out"
+    )
+    max_response_bytes: int = Field(
+        description="The server's limit on a response, in bytes as sent (PRME_MAX_RESPONSE_BYTES)"
+    )
+    message: str = Field(
+        description="What to do: ask for fewer records (limit, token_budget) or retrieve again "
+        "with a narrower query"
+    )
+
+
 class RetrievalResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -110,3 +134,4 @@ class RetrievalResponse(BaseModel):
     bundle: ContextBundle
     value_bindings: list[VisibleValueBinding]
     metrics: RetrievalMetrics
+    size_limit: ResponseSizeLimit | None = None

@@ -85,6 +85,7 @@ def bootstrap(
     queue_prefix: str,
     index_alias: str,
     dimension: int,
+    replicas: int = 0,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, str]:
     created = ensure_table(dynamodb, table_name)
@@ -92,6 +93,6 @@ def bootstrap(
     urls = ensure_queues(sqs, queue_prefix)
     say(f"queues: {', '.join(sorted(urls))}")
     if opensearch is not None:
-        made = ensure_index(opensearch, index_alias, dimension)
+        made = ensure_index(opensearch, index_alias, dimension, replicas=replicas)
         say(f"index alias {index_alias}: {'created' if made else 'exists'}")
     return urls

@@ -31,6 +31,15 @@ class DeadlineSpentError(BotoCoreError):  # type: ignore[misc]  # botocore is un
     fmt = "The request's time budget is spent"
 
 
+def worst_case_s(connect_timeout_s: float, read_timeout_s: float, total_attempts: int) -> float:
+    """The longest a call can take on a client with these settings: every attempt hung to its
+    timeouts, and the standard mode's backoff (throttling's, the longest) before each retry."""
+    return (
+        total_attempts * (connect_timeout_s + read_timeout_s)
+        + (total_attempts - 1) * _FIRST_RETRY_BACKOFF_S * 2
+    )
+
+
 def _step_for(remaining: float, steps: Sequence[float]) -> tuple[float, int] | None:
     """(per-attempt bound, attempts) for a call that must end within `remaining` seconds:
     the longest attempt that fits, with a second attempt when that fits as well."""
@@ -70,10 +79,7 @@ class DeadlineBoundClient:
             )
         )
         # Longer than this is left: the defaults fit, hung dependency and retries included.
-        self._default_worst_s = (
-            total_attempts * (connect_timeout_s + read_timeout_s)
-            + (total_attempts - 1) * _FIRST_RETRY_BACKOFF_S * 2
-        )
+        self._default_worst_s = worst_case_s(connect_timeout_s, read_timeout_s, total_attempts)
         self._bounded: dict[tuple[float, int], Any] = {}
 
     def current(self) -> Any:

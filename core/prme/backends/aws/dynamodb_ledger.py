@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -89,6 +90,14 @@ _HIGHEST_CHARACTER = "\U0010ffff"
 
 def _owner_pk(tenant_id: str, owner_id: str) -> str:
     return f"T#{_part(tenant_id)}#O#{_part(owner_id)}"
+
+
+_ESCAPED = re.compile("%(23|25)")
+
+
+def _unpart(value: str) -> str:
+    """The id `_part` escaped."""
+    return _ESCAPED.sub(lambda m: "#" if m.group(1) == "23" else "%", value)
 
 
 def _pk_of(owner: OwnerKey) -> str:
@@ -740,6 +749,23 @@ class DynamoDbLedger:
         items = self._query_prefix(_pk_of(owner), "NODE#")
         nodes = load_readable(MemoryNode, "node", map(_stored, items))
         return [n for n in nodes if node_type is None or n.node_type is node_type]
+
+    def list_owners(self, tenant_id: str) -> list[str]:
+        # Owners are partition keys, and no index lists partitions: a filtered Scan of
+        # event items, fine for a rare operator command (reindexing a tenant) and never
+        # run by the functions.
+        prefix = f"T#{_part(tenant_id)}#O#"
+        owners: set[str] = set()
+        for page in self._pages(
+            "scan",
+            FilterExpression="begins_with(#pk, :tenant) AND begins_with(#sk, :event)",
+            ProjectionExpression="#pk",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={":tenant": {"S": prefix}, ":event": {"S": "EVENT#"}},
+            ConsistentRead=True,
+        ):
+            owners.update(_unpart(item[PK]["S"][len(prefix) :]) for item in page.get("Items", []))
+        return sorted(owners)
 
     def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         # Edges live in the owner's partition; their number per owner is small next to nodes.

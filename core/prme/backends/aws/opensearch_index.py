@@ -536,12 +536,12 @@ def _said(source: Mapping[str, Any]) -> _Said:
 def build_opensearch_client(
     url: str,
     *,
-    auth: Literal["none", "es", "aoss"],
+    auth: Literal["none", "es"],
     region: str | None,
     timeout_s: float = 10.0,
     max_retries: int = 2,
 ) -> Any:
-    """An opensearch-py client: plain for a local node, SigV4-signed for OpenSearch Service/Serverless.
+    """An opensearch-py client: plain for a local node, SigV4-signed for OpenSearch Service.
 
     No request is made here; credentials come from the default boto3 chain and refresh
     themselves (Lambda role credentials rotate).

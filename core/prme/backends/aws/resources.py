@@ -81,20 +81,55 @@ def table_definition(table_name: str) -> dict[str, Any]:
 
 
 # -- SQS ------------------------------------------------------------------------------
+# AWS advises a visibility timeout of at least six times the consuming function's timeout:
+# while the event source mapping retries a throttled or failed invocation, its batch stays
+# invisible instead of being received again (and counted towards the DLQ) while in flight.
+VISIBILITY_PER_CONSUMER_TIMEOUT = 6
+
+
 @dataclass(frozen=True)
 class QueueSpec:
+    """A work queue, its dead-letter queue, and the function that consumes it.
+
+    The consumer's timeout is the one source of the queue's visibility timeout; the stack
+    gives the consuming function this timeout and its event source mapping this batch size.
+    """
+
     name: str
     dead_letter_name: str
-    visibility_timeout_s: int
+    consumer_timeout_s: int
     max_receive_count: int
+    batch_size: int
+
+    @property
+    def visibility_timeout_s(self) -> int:
+        return VISIBILITY_PER_CONSUMER_TIMEOUT * self.consumer_timeout_s
+
+    @property
+    def delivery_span_s(self) -> int:
+        """How long SQS may go on delivering one message (every receive, each hidden for the
+        visibility timeout) before it dead-letters it: work younger than this may still be in
+        flight, so the sweeper does not count it overdue."""
+        return self.max_receive_count * self.visibility_timeout_s
 
 
 def queue_specs(prefix: str) -> dict[str, QueueSpec]:
-    """The work queues by purpose; each with its dead-letter queue."""
+    """The work queues by purpose; each with its dead-letter queue.
+
+    Batch sizes: a materialization record takes well under a second (one embedding, one bulk
+    write, one commit), so ten fit 30 s easily; when a dependency hangs, the deadline clients
+    end its call at the invocation's deadline and the records left fail fast (partial batch
+    failure) and are redelivered, as they would have failed against the same outage anyway.
+    An extraction record is a Converse call of seconds to a minute: one record per invocation,
+    so each receive is one real attempt with the whole timeout to itself, and a slow model
+    never spends a receive of a record that was waiting behind it.
+    """
     return {
-        "materialize": QueueSpec(f"{prefix}-materialize", f"{prefix}-materialize-dlq", 60, 5),
-        "extract": QueueSpec(f"{prefix}-extract", f"{prefix}-extract-dlq", 300, 5),
-        "ingest": QueueSpec(f"{prefix}-ingest", f"{prefix}-ingest-dlq", 120, 5),
+        "materialize": QueueSpec(
+            f"{prefix}-materialize", f"{prefix}-materialize-dlq", 30, 5, batch_size=10
+        ),
+        "extract": QueueSpec(f"{prefix}-extract", f"{prefix}-extract-dlq", 120, 5, batch_size=1),
+        "ingest": QueueSpec(f"{prefix}-ingest", f"{prefix}-ingest-dlq", 60, 5, batch_size=10),
     }
 
 
@@ -121,7 +156,22 @@ def index_body(dimension: int, *, shards: int = 1, replicas: int = 0) -> dict[st
     date = {"type": "date", "format": "epoch_millis"}
     return {
         "settings": {
-            "index": {"knn": True, "number_of_shards": shards, "number_of_replicas": replicas},
+            "index": {
+                "knn": True,
+                "number_of_shards": shards,
+                "number_of_replicas": replicas,
+                # Slow logs (published by the domain to CloudWatch): a query or fetch past
+                # 1 s is worth a look (a retrieval normally takes tens of milliseconds),
+                # past 5 s it spends a fifth of the request budget. Search lines carry the
+                # query body; indexing lines never carry the document (memory content).
+                "search.slowlog.threshold.query.warn": "5s",
+                "search.slowlog.threshold.query.info": "1s",
+                "search.slowlog.threshold.fetch.warn": "1s",
+                "search.slowlog.threshold.fetch.info": "500ms",
+                "indexing.slowlog.threshold.index.warn": "5s",
+                "indexing.slowlog.threshold.index.info": "1s",
+                "indexing.slowlog.source": "0",
+            },
         },
         "mappings": {
             "dynamic": "strict",

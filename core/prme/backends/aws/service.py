@@ -120,5 +120,6 @@ def bootstrap_from_settings(
         queue_prefix=settings.queue_prefix,
         index_alias=settings.opensearch_index_alias,
         dimension=dimension,
+        replicas=settings.opensearch_replicas,
         say=say,
     )

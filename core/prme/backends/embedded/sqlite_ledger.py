@@ -494,6 +494,11 @@ class SqliteLedger:
         nodes = load_readable(MemoryNode, "node", rows)
         return [n for n in nodes if node_type is None or n.node_type is node_type]
 
+    def list_owners(self, tenant_id: str) -> list[str]:
+        # The events' primary key starts with (tenant, owner): a range scan, no table scan.
+        rows = self._query("SELECT DISTINCT owner FROM events WHERE tenant=?", (tenant_id,))
+        return sorted(row[0] for row in rows)
+
     def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         rows = self._query(
             "SELECT id, body FROM edges WHERE tenant=? AND owner=? AND source=? "

@@ -242,6 +242,10 @@ class InMemoryLedger:
                 key=lambda n: n.id,
             )
 
+    def list_owners(self, tenant_id: str) -> list[str]:
+        with self._lock:
+            return sorted({owner for tenant, owner, _ in self.events if tenant == tenant_id})
+
     def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         with self._lock:
             return sorted(
