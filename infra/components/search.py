@@ -123,19 +123,20 @@ class Search(Construct):
             reason="OpenSearch HTTP verbs on paths of this one domain (the index alias, its "
             "versioned indexes, _bulk, _msearch); `domain/<name>/*` is resource-scoped.",
         )
-        self._principals: list[iam.IRole] = []
+        self._grants: dict[tuple[str, ...], list[iam.IRole]] = {}
         self._acknowledge(count, dedicated_masters=config.search_master_instance_type is not None)
 
     @property
     def endpoint_url(self) -> str:
         return f"https://{self.domain.domain_endpoint}"
 
-    def grant_http(self, role: iam.IRole) -> None:
-        """Identity policy on the role and a matching statement in the domain's access policy."""
+    def grant_http(self, role: iam.IRole, actions: tuple[str, ...] = HTTP_ACTIONS) -> None:
+        """`actions` (HTTP verbs) on the domain's paths: in the role's identity policy and in
+        the domain's access policy, which in the same account would grant them on its own."""
         role.add_to_principal_policy(
-            iam.PolicyStatement(actions=list(HTTP_ACTIONS), resources=[self.paths_arn])
+            iam.PolicyStatement(actions=list(actions), resources=[self.paths_arn])
         )
-        self._principals.append(role)
+        self._grants.setdefault(actions, []).append(role)
         Validations.of(role).acknowledge(self.paths_acknowledgment)
         # Set on the CloudFormation resource directly: the construct's `access_policies`
         # would deploy a custom resource (another Lambda function) to apply it.
@@ -145,10 +146,11 @@ class Search(Construct):
             "Statement": [
                 {
                     "Effect": "Allow",
-                    "Principal": {"AWS": [p.role_arn for p in self._principals]},
-                    "Action": list(HTTP_ACTIONS),
+                    "Principal": {"AWS": [role.role_arn for role in roles]},
+                    "Action": list(granted),
                     "Resource": self.paths_arn,
                 }
+                for granted, roles in self._grants.items()
             ],
         }
 

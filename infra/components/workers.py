@@ -39,6 +39,8 @@ TABLE_ACTIONS = {"ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem")}
 # Sending work: messages go in batches, which AWS authorizes as SendMessage (the queue's URL is
 # resolved at startup, granted apart). No queue attributes are read.
 SEND_ACTIONS = ("sqs:SendMessage",)
+# The index adapter's only requests are `_bulk` and `_msearch`, both POST.
+SEARCH_ACTIONS = ("es:ESHttpPost",)
 # What Lambda's poller calls on a queue that feeds a function (the actions AWS lists for an SQS
 # event source); the handler itself never calls its own queue.
 CONSUME_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
@@ -286,7 +288,7 @@ class Workers(Construct):
     def _grant_search(self, function: lambda_.Function) -> None:
         if function.role is None:  # the factory always gives one
             raise ValueError(f"{function.node.path} has no role to grant search access to")
-        self._search.grant_http(function.role)
+        self._search.grant_http(function.role, SEARCH_ACTIONS)
 
     def _grant_models(self, function: lambda_.Function, *model_ids: str) -> None:
         """InvokeModel (which Converse is authorized as) on each model, named either by a

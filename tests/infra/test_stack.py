@@ -420,6 +420,22 @@ def test_only_the_ingest_consumer_touches_the_ingest_queues(
         assert touched == ({ingest_arn, f"{ingest_arn}-dlq"} if function == "ingest" else set())
 
 
+def test_functions_may_only_post_to_the_search_domain(stack_template: StackTemplate) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    searching = set()
+    for function in stack_template.function_names():
+        for statement in stack_template.role_statements(function, binding):
+            actions = _listed(statement["Action"])
+            if any(a.startswith("es:") for a in actions):
+                assert actions == ["es:ESHttpPost"], function
+                searching.add(function)
+    assert searching == {"api", "materializer", "extractor"}
+    # The domain's access policy (which alone would allow, in the same account) agrees.
+    (domain,) = stack_template.of_type("AWS::OpenSearchService::Domain").values()
+    access = domain["Properties"]["AccessPolicies"]["Statement"]
+    assert [s["Action"] for s in access] == [["es:ESHttpPost"]]
+
+
 def test_ingest_consumer_may_park_messages_in_its_own_dlq(stack_template: StackTemplate) -> None:
     binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
     dlq = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest-dlq"
