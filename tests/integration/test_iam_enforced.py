@@ -67,18 +67,20 @@ def api_key(deployment: IamDeployment) -> str:
 
 
 def age_pending_work(deployment: IamDeployment) -> None:
-    """Make Alice's pending materialization look untouched since before SQS could still be
-    delivering it (the sweeper waits that long), as an operator's clock would see it later."""
+    """Make Alice's pending work look untouched since before its queue could still be
+    delivering it (the sweeper waits that long), as the clock would see it later."""
     from datetime import timedelta
 
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.resources import queue_specs
 
     ledger = DynamoDbLedger(deployment.admin("dynamodb"), deployment.binding.table_name)
-    span = queue_specs(deployment.binding.queue_prefix)["materialize"].delivery_span_s
-    for work in ledger.list_pending_work(ALICE, 100):
-        earlier = work.updated_at - timedelta(seconds=span + 1)
-        ledger.save_work(work.model_copy(update={"updated_at": earlier}))
+    specs = queue_specs(deployment.binding.queue_prefix)
+    for family in ("materialize", "extract"):
+        span = specs[family].delivery_span_s
+        for work in ledger.list_pending_work(ALICE, 100, family=family):
+            earlier = work.updated_at - timedelta(seconds=span + 1)
+            ledger.save_work(work.model_copy(update={"updated_at": earlier}))
 
 
 def api_call(key: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
@@ -209,16 +211,19 @@ def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs)
     run_as("ingest")
     ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
     run_as("api")
+    api_call(key, "/v1/ingest", {"content": "We ran 12 km on Sunday."})
     for name in ("International Business Machines", "IBM"):
         api_call(key, "/v1/store", {"content": name, "node_type": "entity"})
-    announced = drain(deployment, "materialize")  # the announcements are lost
+    # Every announcement is lost.
+    announced = {queue: drain(deployment, queue) for queue in ("materialize", "extract")}
     age_pending_work(deployment)
 
     run_as("maintenance")
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
-    assert result["overdue_announced"] == 2
+    assert result["overdue_announced"] == 3
     assert result["alias_proposals_created"] == 1
-    assert sorted(drain(deployment, "materialize")) == sorted(announced)
+    for queue, bodies in announced.items():
+        assert sorted(drain(deployment, queue)) == sorted(bodies), queue
 
 
 # Which scenarios run each function: a grant the function needs fails at least one of them.
