@@ -26,6 +26,10 @@ from tests.aws_support import (  # noqa: F401 - fixtures shared by every test fo
     dynamodb_table,
     opensearch_url,
 )
+from tests.iam_support import (  # noqa: F401 - IAM-enforcing moto and OpenSearch proxy
+    iam_aws,
+    opensearch_iam_proxy,
+)
 from tests.stack_template import stack_template  # noqa: F401 - the synthesized stack, once per run
 
 ALICE = OwnerKey(tenant_id="t1", owner_id="alice")

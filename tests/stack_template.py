@@ -158,6 +158,12 @@ class StackTemplate:
             raise AssertionError(f"{name}: role grants outside AWS::IAM::Policy are not read")
         return statements
 
+    def search_domain_arn(self, binding: LocalBinding) -> str:
+        """The OpenSearch domain's ARN, which `es:ESHttp*` grants name (with `/<path>`)."""
+        (domain,) = self.of_type("AWS::OpenSearchService::Domain").values()
+        name = domain["Properties"]["DomainName"]
+        return f"arn:aws:es:{binding.region}:{binding.account}:domain/{name}"
+
     def resolve(self, value: Any, binding: LocalBinding) -> Any:
         """CloudFormation intrinsics replaced by what they would be on the local AWS."""
         if isinstance(value, list):

@@ -13,6 +13,12 @@ from constructs import Construct
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
 POWERTOOLS_METRICS_NAMESPACE = "PRME"
+# Traces show calls and timings only: a handler's response and an exception's message can hold
+# memory content, which must not reach X-Ray.
+TRACER_SETTINGS = {
+    "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+    "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
+}
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class FunctionFactory:
                 **self._environment,
                 "POWERTOOLS_SERVICE_NAME": f"prme-{spec.name}",
                 "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+                **TRACER_SETTINGS,
             },
         )
         Validations.of(scope).acknowledge(

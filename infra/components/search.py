@@ -133,41 +133,39 @@ class Search(Construct):
             reason="OpenSearch HTTP verbs on paths of this one domain (the index alias, its "
             "versioned indexes, _bulk, _msearch); `domain/<name>/*` is resource-scoped.",
         )
-        self._principals: list[iam.IRole] = []
-        self._index_setup_principals: list[iam.IRole] = []
+        self._grants: dict[tuple[str, ...], list[iam.IRole]] = {}
         self._acknowledge(count, dedicated_masters=config.search_master_instance_type is not None)
 
     @property
     def endpoint_url(self) -> str:
         return f"https://{self.domain.domain_endpoint}"
 
-    def grant_http(self, role: iam.IRole) -> None:
-        """Identity policy on the role and a matching statement in the domain's access policy."""
+    def grant_http(self, role: iam.IRole, actions: tuple[str, ...] = HTTP_ACTIONS) -> None:
+        """`actions` (HTTP verbs) on the domain's paths: in the role's identity policy and in
+        the domain's access policy, which in the same account would grant them on its own."""
         role.add_to_principal_policy(
-            iam.PolicyStatement(actions=list(HTTP_ACTIONS), resources=[self.paths_arn])
+            iam.PolicyStatement(actions=list(actions), resources=[self.paths_arn])
         )
-        self._principals.append(role)
+        self._grants.setdefault(actions, []).append(role)
         Validations.of(role).acknowledge(self.paths_acknowledgment)
         self._write_access_policy()
 
     def _write_access_policy(self) -> None:
         # Set on the CloudFormation resource directly: the construct's `access_policies`
         # would deploy a custom resource (another Lambda function) to apply it.
-        statements = [
-            {
-                "Effect": "Allow",
-                "Principal": {"AWS": [p.role_arn for p in principals]},
-                "Action": list(actions),
-                "Resource": self.paths_arn,
-            }
-            for principals, actions in (
-                (self._principals, HTTP_ACTIONS),
-                (self._index_setup_principals, INDEX_SETUP_ACTIONS),
-            )
-            if principals
-        ]
         cfn = cast(opensearch.CfnDomain, self.domain.node.default_child)
-        cfn.access_policies = {"Version": "2012-10-17", "Statement": statements}
+        cfn.access_policies = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": [role.role_arn for role in roles]},
+                    "Action": list(granted),
+                    "Resource": self.paths_arn,
+                }
+                for granted, roles in self._grants.items()
+            ],
+        }
 
     def create_index(
         self, function: lambda_.Function, *, alias: str, dimension: int
@@ -179,12 +177,7 @@ class Search(Construct):
         role = function.role
         if role is None:  # the factory always gives one
             raise ValueError(f"{function.node.path} has no role to create the index with")
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=list(INDEX_SETUP_ACTIONS), resources=[self.paths_arn])
-        )
-        Validations.of(role).acknowledge(self.paths_acknowledgment)
-        self._index_setup_principals.append(role)
-        self._write_access_policy()
+        self.grant_http(role, INDEX_SETUP_ACTIONS)
         index = CustomResource(
             self,
             "Index",

@@ -9,12 +9,12 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.components.checkov_skips import skip
 from infra.components.function_factory import FunctionFactory, FunctionSpec
-from infra.components.queues import Queues
+from infra.components.queues import Queues, WorkQueue
 from infra.components.search import Search
 from infra.components.storage import Storage
 from infra.config import DeploymentConfig
@@ -23,6 +23,86 @@ from prme.settings import Settings, embedding_dimension
 
 # The functions embed with Titan v2 at this dimension; the stack creates the index with it.
 EMBEDDING_DIMENSION = embedding_dimension("bedrock")
+
+# The DynamoDB actions the ledger (core/prme/backends/aws/dynamodb_ledger.py) calls from a
+# function: key reads, batched key reads, queries (of the table and its GSIs) and conditional
+# writes, alone or in a transaction (AWS authorizes TransactWriteItems by its items' actions:
+# the ledger's hold Puts and Updates). Scan serves only the CLI's operator listings; nothing
+# deletes items, writes in batches, describes the table or reads its stream.
+LEDGER_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+# Functions whose code paths call fewer of them: the bulk-ingest consumer reads an import's
+# idempotency record (BatchGetItem) and commits Put-only transactions.
+TABLE_ACTIONS = {"ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem")}
+# Sending work: messages go in batches, which AWS authorizes as SendMessage (the queue's URL is
+# resolved at startup, granted apart). No queue attributes are read.
+SEND_ACTIONS = ("sqs:SendMessage",)
+# The index adapter's writes and searches are `_bulk` and `_msearch` (POST); its check of the
+# index it finds, once per container, reads the alias and the mapping (GET).
+SEARCH_ACTIONS = ("es:ESHttpGet", "es:ESHttpPost")
+# What Lambda's poller calls on a queue that feeds a function (the actions AWS lists for an SQS
+# event source); the handler itself never calls its own queue.
+CONSUME_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+# The regions each geography's cross-region inference profile routes to, by the profile id's
+# prefix (`us.anthropic...`). AWS extends these lists over time; a request routed to a region
+# missing here is denied, so a new one is added here.
+INFERENCE_PROFILE_REGIONS: dict[str, tuple[str, ...]] = {
+    "us": ("us-east-1", "us-east-2", "us-west-1", "us-west-2"),
+    "eu": (
+        "eu-central-1",
+        "eu-central-2",
+        "eu-north-1",
+        "eu-south-1",
+        "eu-south-2",
+        "eu-west-1",
+        "eu-west-2",
+        "eu-west-3",
+    ),
+    "apac": (
+        "ap-northeast-1",
+        "ap-northeast-2",
+        "ap-northeast-3",
+        "ap-south-1",
+        "ap-south-2",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-southeast-3",
+        "ap-southeast-4",
+    ),
+    # A global profile routes to any commercial region.
+    "global": ("*",),
+}
+
+
+def model_resources(stack: Stack, model_id: str) -> list[str]:
+    """What InvokeModel on `model_id` is authorized against.
+
+    A foundation-model id: that model in the stack's region. An inference profile id
+    (`<geography>.<model>`): the profile in this account and region, and the model in every
+    region the profile routes to, since each routed request is authorized there too."""
+    geography, _, model = model_id.partition(".")
+    if geography not in INFERENCE_PROFILE_REGIONS or not model:
+        return [_foundation_model_arn(stack, stack.region, model_id)]
+    profile = stack.format_arn(
+        service="bedrock", resource="inference-profile", resource_name=model_id
+    )
+    regions = INFERENCE_PROFILE_REGIONS[geography]
+    return [profile, *(_foundation_model_arn(stack, region, model) for region in regions)]
+
+
+def _foundation_model_arn(stack: Stack, region: str, model_id: str) -> str:
+    return stack.format_arn(
+        service="bedrock",
+        region=region,
+        account="",
+        resource="foundation-model",
+        resource_name=model_id,
+    )
 
 
 class Workers(Construct):
@@ -129,14 +209,7 @@ class Workers(Construct):
 
         consumers = {"materializer": materialize, "extractor": extract, "ingest": ingest}
         for name, queue in consumers.items():
-            self.functions[name].add_event_source(
-                sources.SqsEventSource(
-                    queue.queue,
-                    batch_size=queue.spec.batch_size,
-                    report_batch_item_failures=True,
-                    max_concurrency=config.max_concurrency[name],
-                )
-            )
+            self._consume(self.functions[name], queue, config.max_concurrency[name])
         events.Rule(
             self,
             "MaintenanceSchedule",
@@ -144,31 +217,36 @@ class Workers(Construct):
             targets=[targets.LambdaFunction(self.maintenance)],
         )
 
-        # Grants, function by function. The event sources above already grant consumption.
-        for function in self.functions.values():
-            self._grant_table(function)
-        # api: stores (index first, then commit, announce on failure) and retrieves.
-        for queue in (materialize, extract, ingest):
-            queue.queue.grant_send_messages(self.api)
+        # Grants, function by function (consumption is granted with each event source above).
+        for name, function in self.functions.items():
+            self._grant_table(function, TABLE_ACTIONS.get(name, LEDGER_ACTIONS))
+            # The backend resolves both work queues' URLs when it starts, in every function.
+            for queue in (materialize, extract):
+                self._grant_queue_url(function, queue.queue)
+        # api: stores (index first, then commit, announce on failure) and retrieves. It never
+        # sends to the ingest queue: imports come from the tenant's own producers.
+        for queue in (materialize, extract):
+            self._grant_send(self.api, queue.queue)
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
-        # materializer: embeds and indexes; the backend resolves both work queues when it starts.
-        extract.queue.grant_send_messages(self.materializer)
+        # materializer: embeds and indexes.
+        self._grant_send(self.materializer, extract.queue)
         self._grant_search(self.materializer)
         self._grant_models(self.materializer, config.embedding_model_id)
-        # extractor: extracts with the Converse model, embeds and indexes what it found; the
-        # backend resolves both work queues when it starts.
-        materialize.queue.grant_send_messages(self.extractor)
+        # extractor: extracts with the Converse model, embeds and indexes what it found.
+        self._grant_send(self.extractor, materialize.queue)
         self._grant_search(self.extractor)
         self._grant_models(self.extractor, config.embedding_model_id, config.extraction_model_id)
-        # ingest: commits fast-ingest batches and announces their materialization; the
-        # backend resolves both work queues when it starts.
+        # ingest: commits fast-ingest batches and announces their materialization (an import
+        # creates no extraction work). A message that can never be valid is parked in the
+        # ingest DLQ by the function itself, with its reason.
+        self._grant_send(self.ingest, materialize.queue)
+        self._grant_queue_url(self.ingest, ingest.dead_letter_queue)
+        self._grant_send(self.ingest, ingest.dead_letter_queue)
+        # maintenance: the sweeper re-announces overdue pending work of both kinds.
         for queue in (materialize, extract):
-            queue.queue.grant_send_messages(self.ingest)
-        # maintenance: the sweeper re-announces overdue pending work.
-        for queue in (materialize, extract):
-            queue.queue.grant_send_messages(self.maintenance)
+            self._grant_send(self.maintenance, queue.queue)
 
         # indexsetup: the custom resource that creates the search index at deploy time.
         self.index_setup = factory.build(
@@ -188,8 +266,16 @@ class Workers(Construct):
         )
         self.functions["indexsetup"] = self.index_setup
 
-    def _grant_table(self, function: lambda_.Function) -> None:
-        self._storage.table.grant_read_write_data(function)
+    def _grant_table(
+        self, function: lambda_.Function, actions: tuple[str, ...] = LEDGER_ACTIONS
+    ) -> None:
+        table = self._storage.table
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(actions),
+                resources=[table.table_arn, f"{table.table_arn}/index/*"],
+            )
+        )
         Validations.of(function.role or function).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{self._table_logical_id()}.Arn>/index/*]",
@@ -198,26 +284,43 @@ class Workers(Construct):
             )
         )
 
+    def _consume(self, function: lambda_.Function, queue: WorkQueue, max_concurrency: int) -> None:
+        """`queue` feeds `function` in batches of its spec, reporting partial failures. Not
+        through `SqsEventSource`, which also grants ChangeMessageVisibility and GetQueueUrl."""
+        function.add_event_source_mapping(
+            f"{queue.node.id}Source",
+            event_source_arn=queue.queue.queue_arn,
+            batch_size=queue.spec.batch_size,
+            report_batch_item_failures=True,
+            max_concurrency=max_concurrency,
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(CONSUME_ACTIONS), resources=[queue.queue.queue_arn])
+        )
+
+    def _grant_queue_url(self, function: lambda_.Function, queue: sqs.IQueue) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["sqs:GetQueueUrl"], resources=[queue.queue_arn])
+        )
+
+    def _grant_send(self, function: lambda_.Function, queue: sqs.IQueue) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(SEND_ACTIONS), resources=[queue.queue_arn])
+        )
+
     def _grant_search(self, function: lambda_.Function) -> None:
         if function.role is None:  # the factory always gives one
             raise ValueError(f"{function.node.path} has no role to grant search access to")
-        self._search.grant_http(function.role)
+        self._search.grant_http(function.role, SEARCH_ACTIONS)
 
     def _grant_models(self, function: lambda_.Function, *model_ids: str) -> None:
-        stack = Stack.of(self)
+        """InvokeModel (which Converse is authorized as) on each model, named either by a
+        foundation-model id or by a cross-region inference profile id."""
+        resources: list[str] = []
+        for model_id in model_ids:
+            resources.extend(model_resources(Stack.of(self), model_id))
         function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[
-                    stack.format_arn(
-                        service="bedrock",
-                        account="",
-                        resource="foundation-model",
-                        resource_name=model_id,
-                    )
-                    for model_id in model_ids
-                ],
-            )
+            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
         )
 
     def _table_logical_id(self) -> str:

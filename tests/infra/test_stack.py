@@ -14,6 +14,7 @@ import pytest
 from prme.backends.aws import resources
 from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.settings import Settings
+from tests.stack_template import LOCAL_ACCOUNT, LocalBinding, StackTemplate, synthesize
 
 if TYPE_CHECKING:
     from aws_cdk.assertions import Template
@@ -182,6 +183,8 @@ def test_function_environment_uses_only_settings_names(synth: Synth) -> None:
     allowed = {Settings.env_name(field) for field in Settings.model_fields} | {
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
+        "POWERTOOLS_TRACER_CAPTURE_RESPONSE",
+        "POWERTOOLS_TRACER_CAPTURE_ERROR",
     }
     functions = synth.of_type("AWS::Lambda::Function").values()
     assert len(functions) == 6  # api, materializer, extractor, ingest, maintenance, indexsetup
@@ -319,18 +322,149 @@ def test_no_policy_statement_allows_wildcard_actions(synth: Synth) -> None:
             assert not wildcard.match(action), statement
 
 
-def test_bedrock_grants_name_specific_foundation_models(synth: Synth) -> None:
-    bedrock = [
+def test_bedrock_grants_name_specific_foundation_models(stack_template: StackTemplate) -> None:
+    embedding = "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0"
+    extraction = (
+        "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
+    )
+    for function, expected in (
+        ("api", [embedding, extraction]),
+        ("extractor", [embedding, extraction]),
+        ("materializer", [embedding]),
+    ):
+        (statement,) = _model_statements(stack_template, function)
+        assert sorted(_listed(statement["Resource"])) == expected, function
+
+
+def test_bedrock_grants_follow_an_inference_profile_to_every_region_it_routes_to(
+    tmp_path: Path,
+) -> None:
+    profile = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
+    template = StackTemplate(synthesize(tmp_path, {"prme:extractionModelId": profile}))
+    (statement,) = _model_statements(template, "extractor")
+    assert sorted(_listed(statement["Resource"])) == [
+        f"arn:aws:bedrock:us-east-1:{LOCAL_ACCOUNT}:inference-profile/{profile}",
+        "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0",
+        *(
+            f"arn:aws:bedrock:{region}::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0"
+            for region in ("us-east-1", "us-east-2", "us-west-1", "us-west-2")
+        ),
+    ]
+
+
+def _model_statements(template: StackTemplate, function: str) -> list[dict[str, Any]]:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    return [
         s
-        for s in _statements(synth.of_type("AWS::IAM::Policy"))
+        for s in template.role_statements(function, binding)
         if "bedrock:InvokeModel" in _listed(s["Action"])
     ]
-    assert bedrock
-    rendered = json.dumps(bedrock)
-    assert "foundation-model/amazon.titan-embed-text-v2:0" in rendered
-    assert "foundation-model/anthropic.claude-3-haiku-20240307-v1:0" in rendered
-    for statement in bedrock:
-        assert statement["Resource"] != "*"
+
+
+def test_traces_hold_neither_responses_nor_errors(stack_template: StackTemplate) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    for function in stack_template.function_names():
+        environment = stack_template.environment(function, binding)
+        assert environment["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false", function
+        assert environment["POWERTOOLS_TRACER_CAPTURE_ERROR"] == "false", function
+
+
+def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
+    stack_template: StackTemplate,
+) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    table_arn = f"arn:aws:dynamodb:us-east-1:{LOCAL_ACCOUNT}:table/table"
+    for function in stack_template.function_names():
+        statements = stack_template.role_statements(function, binding)
+        if function == "indexsetup":
+            # Runs at deploy time against the search domain only.
+            granted = {a for s in statements for a in _listed(s["Action"])}
+            assert not {a for a in granted if a.startswith(("dynamodb:", "sqs:"))}
+            continue
+        table = [s for s in statements if _listed(s["Resource"])[0].startswith(table_arn)]
+        (grant,) = table
+        every_call = ["BatchGetItem", "GetItem", "PutItem", "Query", "UpdateItem"]
+        expected = ["BatchGetItem", "PutItem"] if function == "ingest" else every_call
+        assert sorted(_listed(grant["Action"])) == [f"dynamodb:{a}" for a in expected], function
+        assert _listed(grant["Resource"]) == [table_arn, f"{table_arn}/index/*"]
+        # The backend resolves both work queues' URLs when it starts, in every function.
+        for queue in ("materialize", "extract"):
+            arn = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-{queue}"
+            assert any(
+                "sqs:GetQueueUrl" in _listed(s["Action"]) and arn in _listed(s["Resource"])
+                for s in statements
+            ), (function, queue)
+        sends = [s for s in statements if "sqs:SendMessage" in _listed(s["Action"])]
+        assert sends, function
+        for send in sends:
+            assert _listed(send["Action"]) == ["sqs:SendMessage"]
+        # What Lambda's SQS poller needs, no more (no ChangeMessageVisibility, GetQueueUrl).
+        for consume in [s for s in statements if "sqs:ReceiveMessage" in _listed(s["Action"])]:
+            assert sorted(_listed(consume["Action"])) == [
+                "sqs:DeleteMessage",
+                "sqs:GetQueueAttributes",
+                "sqs:ReceiveMessage",
+            ]
+        sqs_actions = {a for s in statements for a in _listed(s["Action"]) if a.startswith("sqs:")}
+        assert sqs_actions <= {
+            "sqs:SendMessage",
+            "sqs:GetQueueUrl",
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+        }
+
+
+def test_only_the_ingest_consumer_touches_the_ingest_queues(
+    stack_template: StackTemplate,
+) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    ingest_arn = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest"
+    for function in stack_template.function_names():
+        resources = {
+            r
+            for s in stack_template.role_statements(function, binding)
+            for r in _listed(s["Resource"])
+        }
+        touched = {r for r in resources if str(r).startswith(ingest_arn)}
+        assert touched == ({ingest_arn, f"{ingest_arn}-dlq"} if function == "ingest" else set())
+
+
+def test_functions_may_only_read_and_post_to_the_search_domain(
+    stack_template: StackTemplate,
+) -> None:
+    """Functions POST `_bulk` and `_msearch` and GET the index they check; only the index
+    setup function may create (PUT) or look up (HEAD) an index."""
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    searching = {}
+    for function in stack_template.function_names():
+        for statement in stack_template.role_statements(function, binding):
+            actions = _listed(statement["Action"])
+            if any(a.startswith("es:") for a in actions):
+                searching[function] = sorted(actions)
+    runtime = ["es:ESHttpGet", "es:ESHttpPost"]
+    assert searching == {
+        "api": runtime,
+        "materializer": runtime,
+        "extractor": runtime,
+        "indexsetup": ["es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPut"],
+    }
+    # The domain's access policy (which alone would allow, in the same account) agrees.
+    (domain,) = stack_template.of_type("AWS::OpenSearchService::Domain").values()
+    access = domain["Properties"]["AccessPolicies"]["Statement"]
+    assert sorted(sorted(s["Action"]) for s in access) == sorted([runtime, searching["indexsetup"]])
+
+
+def test_ingest_consumer_may_park_messages_in_its_own_dlq(stack_template: StackTemplate) -> None:
+    binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
+    dlq = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest-dlq"
+    granted = {
+        action
+        for s in stack_template.role_statements("ingest", binding)
+        if dlq in _listed(s["Resource"])
+        for action in _listed(s["Action"])
+    }
+    assert granted == {"sqs:GetQueueUrl", "sqs:SendMessage"}
 
 
 def test_search_domain_is_encrypted_and_https_only(synth: Synth) -> None:

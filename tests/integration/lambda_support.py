@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,10 +17,27 @@ from prme.engine.credentials import CredentialService
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
 from tests.aws_support import AwsNames, boto_client
+from tests.iam_support import LOCAL_OVERRIDES, new_container, release_container
+from tests.stack_template import LocalBinding, StackTemplate
+
+# With refresh-on-write off (as deployed) a write becomes searchable at the index's next refresh,
+# about a second later: reads that expect it poll, up to this long.
+SEARCHABLE_WITHIN_S = 15.0
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 TENANT = "acme"
 ALICE = OwnerKey(tenant_id=TENANT, owner_id="alice")
+T = TypeVar("T")
+
+
+def until_searchable(read: Callable[[], T], done: Callable[[T], bool]) -> T:
+    """`read()` again until `done(result)` holds or the bound passes; the last result."""
+    deadline = time.monotonic() + SEARCHABLE_WITHIN_S
+    while True:
+        result = read()
+        if done(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
 
 
 def load_event(name: str) -> dict[str, Any]:
@@ -53,22 +72,22 @@ def deployed_environment(
     aws_endpoint: str,
     opensearch_url: str,
     aws_names: AwsNames,
+    stack: StackTemplate,
 ) -> Iterator[Deployed]:
     """Environment as the stack sets it, resources bootstrapped, handler caches cleared."""
     from prme.backends.aws.opensearch_index import build_opensearch_client
 
-    env = {
-        "PRME_BACKEND": "aws",
-        "PRME_TABLE_NAME": aws_names.table,
-        "PRME_QUEUE_PREFIX": aws_names.queue_prefix,
-        "PRME_OPENSEARCH_INDEX_ALIAS": aws_names.index_alias,
-        "PRME_OPENSEARCH_URL": opensearch_url,
-        "PRME_OPENSEARCH_REFRESH_ON_WRITE": "true",
-        "PRME_EMBEDDER": "hashing",
-        "POWERTOOLS_SERVICE_NAME": "prme-tests",
-        "POWERTOOLS_METRICS_NAMESPACE": "PrmeTests",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }
+    binding = LocalBinding(
+        table_name=aws_names.table,
+        queue_prefix=aws_names.queue_prefix,
+        index_alias=aws_names.index_alias,
+        opensearch_url=opensearch_url,
+    )
+    # The api function's environment from the synthesized stack (refresh-on-write off, as
+    # deployed), with the same overrides as the IAM-enforced tests and nothing else.
+    env = {**stack.environment("api", binding), **LOCAL_OVERRIDES}
+    for key in [k for k in os.environ if k.startswith(("PRME_", "POWERTOOLS_"))]:
+        monkeypatch.delenv(key)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     dynamodb, sqs = boto_client("dynamodb", aws_endpoint), boto_client("sqs", aws_endpoint)
@@ -82,20 +101,15 @@ def deployed_environment(
         index_alias=aws_names.index_alias,
         dimension=64,
     )
-    from functions import api, runtime
+    from functions import runtime
 
-    runtime.settings.cache_clear()
-    runtime.backend.cache_clear()
-    api._adapter.cache_clear()
+    new_container()
     built = runtime.backend()
     assert isinstance(built.credentials, CredentialService)
     issued = built.credentials.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER)
     try:
         yield Deployed(aws_names, urls, sqs, issued.secret)
     finally:
-        runtime.backend().close()
-        runtime.settings.cache_clear()
-        runtime.backend.cache_clear()
-        api._adapter.cache_clear()
+        release_container()
         opensearch.indices.delete(index=f"{aws_names.index_alias}-v*", ignore_unavailable=True)
         opensearch.close()

@@ -8,7 +8,13 @@ from typing import Any
 
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput
-from tests.integration.lambda_support import ALICE, Deployed, FakeLambdaContext, load_event
+from tests.integration.lambda_support import (
+    ALICE,
+    Deployed,
+    FakeLambdaContext,
+    load_event,
+    until_searchable,
+)
 
 
 def ingest_event(*bodies: str) -> dict[str, Any]:
@@ -127,7 +133,10 @@ def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deplo
     ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
     engine = runtime.backend().engine
     engine.process_pending(ALICE)
-    hits = engine.retrieve(ALICE, RetrieveInput(query="Imported note")).results
+    hits = until_searchable(
+        lambda: engine.retrieve(ALICE, RetrieveInput(query="Imported note")).results,
+        lambda found: len(found) == 2,
+    )
     assert {h.content for h in hits} == {"Imported note one", "Imported note two"}
     assert {h.content: h.speaker for h in hits}["Imported note two"] == "Caroline"
     for hit in hits:
