@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from prme.model.enums import CredentialRole
 from tests.iam_support import IamDeployment, IamServer, enter_function, iam_deployment
+from tests.integration.cfn_support import ResponseCatcher, cloudformation_request
 from tests.integration.lambda_support import (
     ALICE,
     TENANT,
@@ -273,3 +274,36 @@ def test_maintenance_announces_overdue_work_under_its_role(
     iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     maintenance_announces_overdue_work(iam_deployed, role_switcher(iam_deployed, monkeypatch))
+
+
+def test_index_setup_creates_the_index_under_its_role(
+    iam_deployed: IamDeployment,
+    monkeypatch: pytest.MonkeyPatch,
+    response_catcher: ResponseCatcher,
+    opensearch_url: str,
+) -> None:
+    """The deploy-time custom resource, with the properties the template gives it, creates the
+    index through the authorizing proxy holding only the indexsetup role's verbs."""
+    from functions import index_setup
+    from prme.backends.aws.opensearch_index import VectorShape, build_opensearch_client
+
+    (resource,) = iam_deployed.stack.of_type("Custom::PrmeSearchIndex").values()
+    properties = {
+        key: str(value) for key, value in resource["Properties"].items() if key != "ServiceToken"
+    }
+    alias = iam_deployed.binding.index_alias
+    properties["IndexAlias"] = alias
+    direct = build_opensearch_client(opensearch_url, auth="none", region=None)
+    try:
+        # The harness made the test's index; the deploy makes it anew.
+        direct.indices.delete(index=f"{alias}-v*")
+        role_switcher(iam_deployed, monkeypatch)("indexsetup")
+        event = cloudformation_request("Create", response_catcher.url("create"), properties)
+        index_setup.handler(event, cast(Any, FakeLambdaContext()))
+        answer = response_catcher.caught[-1].body
+        assert answer["Status"] == "SUCCESS", answer["Reason"]
+        ((_, index),) = direct.indices.get(index=alias).items()
+        shape = VectorShape.of_mapping(index["mappings"])
+        assert shape is not None and shape.dimension == int(properties["Dimension"])
+    finally:
+        direct.close()
