@@ -230,6 +230,7 @@ def new_container() -> None:
     from functions import (
         api,
         extractor,
+        index_setup,
         ingest_consumer,
         maintenance,
         materializer,
@@ -239,7 +240,17 @@ def new_container() -> None:
 
     if runtime.backend.cache_info().currsize:
         runtime.backend().close()
-    modules = (runtime, work_consumer, api, materializer, extractor, ingest_consumer, maintenance)
+    # Every module that took names from `runtime` when imported, so none keeps the old ones.
+    modules = (
+        runtime,
+        work_consumer,
+        api,
+        materializer,
+        extractor,
+        ingest_consumer,
+        maintenance,
+        index_setup,
+    )
     for module in modules:
         importlib.reload(module)
 
