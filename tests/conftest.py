@@ -96,14 +96,23 @@ def harness() -> Harness:
 
 
 def aws_harness(
-    dynamodb: Any, table: str, opensearch: Any, alias: str, config: EngineConfig | None = None
+    dynamodb: Any,
+    table: str,
+    opensearch: Any,
+    alias: str,
+    config: EngineConfig | None = None,
+    *,
+    refresh_on_write: bool = True,
 ) -> Harness:
-    """The AWS adapters against the local AWS; work announcements are recorded, not sent."""
+    """The AWS adapters against the local AWS; work announcements are recorded, not sent.
+
+    Writes are searchable at once unless `refresh_on_write` is off, as the stack deploys it
+    (tests/contract/test_deployed_refresh.py)."""
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.opensearch_index import OpenSearchIndex
 
     ledger = DynamoDbLedger(dynamodb, table)
-    index = OpenSearchIndex(opensearch, alias, refresh_on_write=True)
+    index = OpenSearchIndex(opensearch, alias, refresh_on_write=refresh_on_write)
     queue, clock, embedder = RecordingWorkQueue(), ManualClock(), HashingEmbedder()
     deps = EngineDeps(
         ledger=ledger,

@@ -1,0 +1,59 @@
+"""The AWS engine with the index refresh the stack deploys (`refresh_on_write` off: a write is
+searchable about a second later). The other contract tests make writes searchable at once;
+these show the engine needs no write of its own to be searchable within an operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from prme.engine.config import EngineConfig
+from prme.model.inputs import RetrieveInput
+from tests.conftest import ALICE, Harness, aws_harness
+from tests.contract import test_session_context_vectors as turns
+from tests.integration.lambda_support import until_searchable
+
+
+@pytest.fixture
+def deployed(aws_resources: tuple[Any, str, Any, str]) -> Harness:
+    dynamodb, table, opensearch, alias = aws_resources
+    config = EngineConfig(vector_session_context=turns.W)
+    return aws_harness(dynamodb, table, opensearch, alias, config, refresh_on_write=False)
+
+
+def test_the_stack_deploys_refresh_on_write_off() -> None:
+    """What these tests assume is what the stack gives the functions (no override there)."""
+    from prme.settings import Settings
+
+    assert Settings.model_fields["opensearch_refresh_on_write"].default is False
+
+
+def test_a_reply_stored_right_after_its_question_is_mixed_with_it(deployed: Harness) -> None:
+    """Without a refresh on write the question is not searchable yet when the reply looks for
+    it: the adapter's record of this process's recent session writes (RecentSessionWrites,
+    used only in the deployed setting) fills the gap. Every other AWS test refreshes on
+    write, so none exercised it; without it the reply is indexed with its own vector."""
+    h = deployed
+    question = turns.say(h, turns.QUESTION, 0)
+    reply = turns.say(h, turns.REPLY, 1)
+    expected = turns.mixed(turns.own(h, reply), turns.own(h, question))
+
+    def cosine() -> float:
+        try:
+            return turns.cosine_in_index(h, reply, expected)
+        except KeyError:  # not searchable yet
+            return -2.0
+
+    assert until_searchable(cosine, lambda c: abs(c - 1.0) < 1e-4) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_store_becomes_retrievable_within_the_refresh_bound(deployed: Harness) -> None:
+    h = deployed
+    stored = turns.say(h, "We adopted a kitten named Miso.", 0)
+
+    def found() -> set[str]:
+        bundle = h.engine.retrieve(ALICE, RetrieveInput(query="kitten name"))
+        return {hit.node_id for hit in bundle.results}
+
+    assert stored.id in until_searchable(found, lambda ids: stored.id in ids)
