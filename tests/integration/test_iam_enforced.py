@@ -223,8 +223,10 @@ def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> Non
     update = drain(deployment, "materialize")
     assert len(update) == 1
     run_as("materializer")
-    batch = sqs_records("sqs_materialize_batch.json", update)
-    assert materializer.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
+    rewritten = materializer.handler(
+        sqs_records("sqs_materialize_batch.json", update), FakeLambdaContext()
+    )
+    assert rewritten == {"batchItemFailures": []}
 
 
 def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs) -> None:
