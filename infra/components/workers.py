@@ -36,9 +36,18 @@ LEDGER_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
 )
-# Functions whose code paths call fewer of them: the bulk-ingest consumer reads an import's
-# idempotency record (BatchGetItem) and commits Put-only transactions.
-TABLE_ACTIONS = {"ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem")}
+# Functions whose code paths call fewer of them. The bulk-ingest consumer reads an import's
+# idempotency record (BatchGetItem) and commits Put-only transactions. The extractor reads by
+# key one source and one journal record at a time: its only batched read would be of
+# nodes to index, which it never has (its extract work names no node to index, and the nodes
+# of one extraction share one time, so none is another's session predecessor). Maintenance
+# reads only through queries (pending, expiring and alias work, a source's work items, owner
+# nodes and journal) and writes by Put and Update.
+TABLE_ACTIONS = {
+    "ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem"),
+    "extractor": ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+    "maintenance": ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+}
 # Sending work: messages go in batches, which AWS authorizes as SendMessage (the queue's URL is
 # resolved at startup, granted apart). No queue attributes are read.
 SEND_ACTIONS = ("sqs:SendMessage",)
@@ -230,12 +239,12 @@ class Workers(Construct):
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)
-        # materializer: embeds and indexes.
-        self._grant_send(self.materializer, extract.queue)
+        # materializer: embeds and indexes. It announces nothing: a failed write leaves its
+        # work pending and the message is redelivered (then swept by maintenance).
         self._grant_search(self.materializer)
         self._grant_models(self.materializer, config.embedding_model_id)
-        # extractor: extracts with the Converse model, embeds and indexes what it found.
-        self._grant_send(self.extractor, materialize.queue)
+        # extractor: extracts with the Converse model, embeds and indexes what it found. It
+        # announces nothing either: a failed index write keeps the extraction pending.
         self._grant_search(self.extractor)
         self._grant_models(self.extractor, config.embedding_model_id, config.extraction_model_id)
         # ingest: commits fast-ingest batches and announces their materialization (an import

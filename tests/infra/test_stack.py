@@ -369,6 +369,28 @@ def test_traces_hold_neither_responses_nor_errors(stack_template: StackTemplate)
         assert environment["POWERTOOLS_TRACER_CAPTURE_ERROR"] == "false", function
 
 
+# The DynamoDB actions each function's code calls (benchmarks/iam_removal.py shows each one
+# needed by an IAM-enforced scenario), and the queues it announces work on.
+_EVERY_LEDGER_CALL = ["BatchGetItem", "GetItem", "PutItem", "Query", "UpdateItem"]
+TABLE_CALLS = {
+    "api": _EVERY_LEDGER_CALL,
+    "materializer": _EVERY_LEDGER_CALL,
+    # No batched node read: an extraction's nodes are never another's session predecessor.
+    "extractor": ["GetItem", "PutItem", "Query", "UpdateItem"],
+    "ingest": ["BatchGetItem", "PutItem"],
+    # Queries, and the Put and Update writes of archiving, sweeping and alias scans.
+    "maintenance": ["PutItem", "Query", "UpdateItem"],
+}
+# Workers announce nothing: a failed write leaves the work pending for redelivery and sweeps.
+SENDS_TO = {
+    "api": ["materialize", "extract"],
+    "materializer": [],
+    "extractor": [],
+    "ingest": ["materialize", "ingest-dlq"],
+    "maintenance": ["materialize", "extract"],
+}
+
+
 def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
     stack_template: StackTemplate,
 ) -> None:
@@ -383,8 +405,7 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
             continue
         table = [s for s in statements if _listed(s["Resource"])[0].startswith(table_arn)]
         (grant,) = table
-        every_call = ["BatchGetItem", "GetItem", "PutItem", "Query", "UpdateItem"]
-        expected = ["BatchGetItem", "PutItem"] if function == "ingest" else every_call
+        expected = TABLE_CALLS[function]
         assert sorted(_listed(grant["Action"])) == [f"dynamodb:{a}" for a in expected], function
         assert _listed(grant["Resource"]) == [table_arn, f"{table_arn}/index/*"]
         # The backend resolves both work queues' URLs when it starts, in every function.
@@ -395,9 +416,10 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
                 for s in statements
             ), (function, queue)
         sends = [s for s in statements if "sqs:SendMessage" in _listed(s["Action"])]
-        assert sends, function
         for send in sends:
             assert _listed(send["Action"]) == ["sqs:SendMessage"]
+        sent_to = {r.rsplit(":", 1)[-1] for s in sends for r in _listed(s["Resource"])}
+        assert sent_to == {f"prefix-{q}" for q in SENDS_TO[function]}, function
         # What Lambda's SQS poller needs, no more (no ChangeMessageVisibility, GetQueueUrl).
         for consume in [s for s in statements if "sqs:ReceiveMessage" in _listed(s["Action"])]:
             assert sorted(_listed(consume["Action"])) == [
