@@ -9,6 +9,7 @@ replaced resource or a rolled-back update must never take a live index with it.
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ from prme.errors import SearchIndexMismatchError
 ALIAS_PROPERTY = "IndexAlias"
 DIMENSION_PROPERTY = "Dimension"
 RESPONSE_TIMEOUT_S = 30.0
+# OpenSearch's own limits: an index name of at most 255 bytes, lowercase, without these
+# characters or a leading -, _ or +; k-NN vectors of at most 16,000 dimensions. Checked here so
+# a bad property fails with a reason of our own, and so the physical id (which CloudFormation
+# caps, with the whole answer at 4 KB) never carries an unbounded property.
+ALIAS_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,254}")
+MAX_DIMENSION = 16_000
 
 
 @dataclass(frozen=True)
@@ -56,25 +63,26 @@ def create_or_update(client: Any, alias: str, dimension: int, *, replicas: int =
 def outcome_of(event: dict[str, Any], client_factory: Callable[[], Any]) -> Outcome:
     """The answer to one request; any failure becomes FAILED with a reason of our own."""
     request = event.get("RequestType")
-    properties = event.get("ResourceProperties") or {}
-    # Until Create succeeds there is no physical id; the alias (when given) stands in.
+    properties = event.get("ResourceProperties")
+    if not isinstance(properties, dict):
+        properties = {}
+    alias = _valid_alias(properties.get(ALIAS_PROPERTY))
+    # Until Create succeeds there is no physical id; the alias (when usable) stands in.
     physical_id = str(
-        event.get("PhysicalResourceId")
-        or properties.get(ALIAS_PROPERTY)
-        or event.get("LogicalResourceId", "search-index")
-    )
+        event.get("PhysicalResourceId") or alias or event.get("LogicalResourceId", "search-index")
+    )[:255]
     if request == "Delete":
         return Outcome("SUCCESS", physical_id)
     if request not in ("Create", "Update"):
         return Outcome("FAILED", physical_id, f"Unknown request type {str(request)[:40]!r}")
-    try:
-        alias = str(properties[ALIAS_PROPERTY])
-        dimension = int(properties[DIMENSION_PROPERTY])
-    except (KeyError, TypeError, ValueError):
+    dimension = _valid_dimension(properties.get(DIMENSION_PROPERTY))
+    if alias is None or dimension is None:
         return Outcome(
             "FAILED",
             physical_id,
-            f"Properties {ALIAS_PROPERTY} (text) and {DIMENSION_PROPERTY} (number) are required",
+            f"Properties {ALIAS_PROPERTY} (an index name: lowercase letters, digits, '.', '_' "
+            f"or '-') and {DIMENSION_PROPERTY} (a whole number from 1 to {MAX_DIMENSION}) "
+            "are required",
         )
     try:
         return create_or_update(
@@ -96,6 +104,23 @@ def outcome_of(event: dict[str, Any], client_factory: Callable[[], Any]) -> Outc
             physical_id,
             f"Index setup failed ({type(exc).__name__}); see the index setup function's log",
         )
+
+
+def _valid_alias(value: object) -> str | None:
+    if isinstance(value, str) and ALIAS_PATTERN.fullmatch(value):
+        return value
+    return None
+
+
+def _valid_dimension(value: object) -> int | None:
+    # CloudFormation passes every property as text; a JSON number is accepted too.
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value)
+    if not (text.isascii() and text.isdigit() and len(text) <= 6):
+        return None
+    dimension = int(text)
+    return dimension if 1 <= dimension <= MAX_DIMENSION else None
 
 
 def respond(event: dict[str, Any], outcome: Outcome) -> None:

@@ -72,10 +72,23 @@ def _reject(record: SQSRecord, reason: str) -> None:
     metrics.add_metric(name="ImportsRejected", unit=MetricUnit.Count, value=1)
 
 
+@cache
+def _field_names() -> frozenset[str]:
+    """Every field name of the message's models, nested ones included."""
+    schema = ImportMessage.model_json_schema()
+    models = [schema, *schema.get("$defs", {}).values()]
+    return frozenset(name for model in models for name in model.get("properties", {}))
+
+
 def _sanitized(error: ValidationError) -> str:
-    # Field locations and error types only: never the submitted values.
+    # Field locations and error types only: never the submitted values. A location also holds
+    # the sender's own keys (an unknown field, a metadata key), which are content: only the
+    # models' field names and list positions are kept.
     first = error.errors()[0]
-    location = ".".join(str(part) for part in first["loc"])
+    location = ".".join(
+        str(part) if isinstance(part, int) or part in _field_names() else "*"
+        for part in first["loc"]
+    )
     return f"invalid_message:{location}:{first['type']}"
 
 

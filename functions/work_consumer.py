@@ -45,7 +45,7 @@ class WorkConsumer:
     def record_handler(self, record: SQSRecord) -> None:
         try:
             ref = WorkRef.from_message(json.loads(record.body))
-        except (ValueError, PrmeError):
+        except (ValueError, RecursionError, PrmeError):
             logger.warning("unreadable work message", extra={"message_id": record.message_id})
             raise
         engine = backend().engine

@@ -27,6 +27,15 @@ def _setting_default(field: str) -> str:
     return str(Settings.model_fields[field].default)
 
 
+def _setting_maximum(field: str) -> int:
+    """The `le` bound of a numeric setting: the stack must not set what the functions refuse."""
+    for rule in Settings.model_fields[field].metadata:
+        bound = getattr(rule, "le", None)
+        if isinstance(bound, int):
+            return bound
+    raise LookupError(f"setting {field} has no upper bound")
+
+
 CONTEXT_DEFAULTS: dict[str, Any] = {
     "prme:resourcePrefix": "prme",
     "prme:lambdaAsset": "build/lambda",
@@ -218,6 +227,12 @@ class DeploymentConfig:
             raise ContextError(
                 f"context prme:searchReplicas={replicas} needs more than {replicas} data "
                 f"nodes; prme:searchInstanceCount is {count}"
+            )
+        most = _setting_maximum("opensearch_replicas")
+        if replicas > most:
+            # Every function reads PRME_OPENSEARCH_REPLICAS and would refuse to start.
+            raise ContextError(
+                f"context prme:searchReplicas must be at most {most}, got {replicas}"
             )
         return cls(
             resource_prefix=_text(node, "prme:resourcePrefix"),

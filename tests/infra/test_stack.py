@@ -754,6 +754,10 @@ def test_production_profile_spreads_search_over_three_zones_with_masters_and_rep
             {"prme:profile": "production", "prme:searchInstanceCount": 1},
             "prme:searchReplicas=1 needs more than 1",
         ),
+        (
+            {"prme:searchInstanceCount": 9, "prme:searchReplicas": 6},
+            "prme:searchReplicas must be at most 5, got 6",
+        ),
     ],
 )
 def test_context_that_cannot_work_is_refused(context: dict[str, Any], message: str) -> None:

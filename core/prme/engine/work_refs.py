@@ -30,7 +30,13 @@ class WorkRef:
         return {"v": 1, **{name: getattr(self, name) for name in _FIELDS}}
 
     @classmethod
-    def from_message(cls, body: dict[str, Any]) -> WorkRef:
-        if body.get("v") != 1 or not all(isinstance(body.get(f), str) for f in _FIELDS):
+    def from_message(cls, body: object) -> WorkRef:
+        # A queue body is whatever JSON its sender wrote: a list or a number is as malformed
+        # as a missing field, and must be reported as such rather than raise AttributeError.
+        if (
+            not isinstance(body, dict)
+            or body.get("v") != 1
+            or not all(isinstance(body.get(f), str) and body.get(f) for f in _FIELDS)
+        ):
             raise InvalidRequestError("malformed work message")
         return cls(*(body[f] for f in _FIELDS))

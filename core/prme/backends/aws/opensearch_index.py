@@ -262,7 +262,8 @@ def index_problem(client: Any, alias: str, expected: VectorShape, **params: floa
     if alias in found:
         return (
             f"{alias} is a plain index, not an alias (a write created it before the index was "
-            "set up); delete that index, then deploy again or run the index setup"
+            "set up); delete that index, then create the alias with `prme bootstrap` "
+            "(docs/deployment.md, The search index)"
         )
     if len(found) != 1:
         return f"alias {alias} points at {len(found)} indexes; exactly one is expected"
