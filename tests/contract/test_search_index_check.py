@@ -172,3 +172,30 @@ def test_another_engine_is_refused(client: Any, alias: str) -> None:
 
     assert problem is not None
     assert "engine faiss" in problem
+
+
+def test_an_index_deleted_after_the_check_is_refused_not_retried_as_an_outage(
+    client: Any, alias: str
+) -> None:
+    """Deleted by hand after a container checked it: writes and searches are refused with the
+    reason (and the alarm's metric), and nothing creates an index in its place."""
+    ensure_index(client, alias, DIM)
+    heard: list[str] = []
+    index = OpenSearchIndex(
+        client,
+        alias,
+        refresh_on_write=True,
+        expected=VectorShape.expected(DIM),
+        on_refused=heard.append,
+    )
+    index.upsert([doc("n1")])
+    client.indices.delete(index=index_name(alias))
+
+    with pytest.raises(SearchIndexMismatchError) as refused:
+        index.upsert([doc("n2")])
+    with pytest.raises(SearchIndexMismatchError):
+        index.search(ALICE, query())
+
+    assert f"no alias {alias}" in refused.value.reason
+    assert len(heard) == 2
+    assert client.indices.get(index=f"{alias}*") == {}

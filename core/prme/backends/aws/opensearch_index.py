@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -343,6 +343,18 @@ class OpenSearchIndex:
             _log.error("search index refused", extra={"reason": problem, "alias": self._alias})
         raise SearchIndexMismatchError(problem)
 
+    def _recheck_if_gone(self, errors: Iterable[Any]) -> None:
+        """An index that passed the check and is gone now (deleted by hand, a restore): check
+        again, so it is refused with its reason and alarm, not retried as a passing outage."""
+        gone = any(
+            isinstance(error, Mapping) and error.get("type") == "index_not_found_exception"
+            for error in errors
+        )
+        if gone and self._expected is not None:
+            with self._verify_lock:
+                self._verified = False
+            self._verify()
+
     # -- writes ------------------------------------------------------------------------
 
     def upsert(self, documents: Sequence[IndexDocument]) -> None:
@@ -374,6 +386,7 @@ class OpenSearchIndex:
             if item.get("error") is not None
         ]
         if failed or response.get("errors"):
+            self._recheck_if_gone(item.get("error") for item in failed)
             raise IndexUnavailableError()
         if self._recent is not None:
             self._recent.add(documents)
@@ -402,6 +415,7 @@ class OpenSearchIndex:
         if "error" in models_response or (
             lexical_response is not None and "error" in lexical_response
         ):
+            self._recheck_if_gone(response.get("error") for response in responses)
             raise IndexUnavailableError()
 
         lexical_hits = lexical_response["hits"]["hits"] if lexical_response else []
