@@ -298,3 +298,25 @@ def test_extractor_handler_on_a_hung_model_defers_the_work_in_time(
     status, (item,) = engine.get_extraction_status(API_ALICE, ingested.event_id)
     assert status is ProcessingStatus.PENDING
     assert (item.attempts, item.last_error) == (1, "Timeout")
+
+
+def test_api_handler_waiting_for_extraction_on_a_hung_model_answers_in_time(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch, hung: HungPort
+) -> None:
+    """A caller may ask the API to wait for extraction (`wait_for_extraction`), which then
+    calls the model inside the api function: that wait ends with the invocation's deadline,
+    answering 503 with the saved source's receipt, never a Lambda timeout."""
+    _rebuild_handler_with(
+        monkeypatch, PRME_EXTRACTOR="bedrock", AWS_ENDPOINT_URL_BEDROCK_RUNTIME=hung.url
+    )
+
+    status, body, elapsed = _invoke(
+        "/v1/ingest",
+        deployed.alice_key,
+        {"content": "We ran 12 km on Sunday.", "wait_for_extraction": True},
+    )
+
+    assert status == 503
+    assert body["accepted"] is True and body["event_id"]
+    assert body["reason_code"] == "Timeout"  # the model call ran out of time, nothing else
+    assert elapsed < BUDGET_S + ALLOWANCE_S
