@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
+from prme.engine.config import EngineConfig
 from prme.model.enums import CredentialRole
 from tests.contract.http_support import TENANT, api_app
 
@@ -175,6 +176,9 @@ def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
         retrieve = tools["memory_retrieve"].input_schema["properties"]
         assert {"include_context", "exclude_node_types", "source_types"} <= set(retrieve)
         assert "value_bindings" in tools["memory_store"].input_schema["properties"]
+        # What an agent is told a store defaults to is what the engine does.
+        node_type = tools["memory_store"].input_schema["properties"]["node_type"]
+        assert f"default {EngineConfig().default_node_type.value}" in node_type["description"]
 
     live_mcp.run(live_mcp.keys["alice"], session)
 

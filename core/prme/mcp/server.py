@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from prme.engine.config import EngineConfig
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.service import MemoryEngine
@@ -220,6 +221,10 @@ def _tool(
     return register
 
 
+# Read from the engine's own default, so the text an agent sees cannot drift from it.
+_NODE_TYPE_HELP = (
+    f"Memory type (default {EngineConfig.model_fields['default_node_type'].default.value})"
+)
 _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 _READS = ToolAnnotations(read_only_hint=True)
 
@@ -289,9 +294,7 @@ def _memory_tools(
         session_id: Annotated[str | None, Field(description="Conversation or session label")] = (
             None
         ),
-        node_type: Annotated[NodeType | None, Field(description="Memory type (default fact)")] = (
-            None
-        ),
+        node_type: Annotated[NodeType | None, Field(description=_NODE_TYPE_HELP)] = None,
         scope: Annotated[Scope | None, Field(description="Visibility scope (default personal)")] = (
             None
         ),
