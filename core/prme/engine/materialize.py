@@ -167,14 +167,9 @@ def _array(vector: Vector) -> NDArray[np.float64]:
     return np.asarray(vector, dtype=np.float64)
 
 
-def effective_time(node: MemoryNode) -> datetime:
-    """When a record was said: its event time, else its creation."""
-    return node.event_time or node.created_at
-
-
 def _order(node: MemoryNode) -> tuple[datetime, str]:
     # Predecessors are compared by effective time, then node id: the rule of the index lookup.
-    return (effective_time(node), node.id)
+    return (node.effective_time, node.id)
 
 
 def _batch_predecessors(nodes: Sequence[MemoryNode]) -> dict[int, int]:
@@ -188,9 +183,9 @@ def _batch_predecessors(nodes: Sequence[MemoryNode]) -> dict[int, int]:
     found: dict[int, int] = {}
     for members in sessions.values():
         members.sort(key=lambda i: _order(nodes[i]))
-        times = [effective_time(nodes[i]) for i in members]
+        times = [nodes[i].effective_time for i in members]
         for i in members:
-            earlier = bisect_left(times, effective_time(nodes[i]))
+            earlier = bisect_left(times, nodes[i].effective_time)
             if earlier:
                 found[i] = members[earlier - 1]
     return found
@@ -242,7 +237,7 @@ def _indexed_predecessors(
             by_owner.setdefault(_owner_of(node), []).append(i)
     found: dict[int, tuple[str, tuple[float, ...]] | None] = {}
     for owner, positions in by_owner.items():
-        lookups = [(nodes[i].session_id or "", effective_time(nodes[i])) for i in positions]
+        lookups = [(nodes[i].session_id or "", nodes[i].effective_time) for i in positions]
         answers = deps.index.session_predecessors(owner, lookups, model_key)
         found.update(zip(positions, answers, strict=True))
     return found

@@ -356,7 +356,7 @@ def _summarize(
 def _member_order(member: _Counted) -> tuple[bool, datetime, str]:
     # Dated quantities first, oldest first; undated ones after, by when they were stored.
     node = member.stored.node
-    return (node.event_time is None, node.event_time or node.created_at, node.id)
+    return (node.event_time is None, node.effective_time, node.id)
 
 
 def _first_written(forms: Iterable[str | None]) -> str | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prme.engine.deps import EngineDeps
-from prme.engine.materialize import effective_time, write_index_documents
+from prme.engine.materialize import write_index_documents
 from prme.model.records import OwnerKey
 
 REINDEX_BATCH = 128
@@ -51,7 +51,7 @@ def reindex_owner(
     documents, so repeating it is safe). The ledger is only read."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    nodes = sorted(deps.ledger.list_nodes(owner), key=lambda n: (effective_time(n), n.id))
+    nodes = sorted(deps.ledger.list_nodes(owner), key=lambda n: (n.effective_time, n.id))
     batches = 0
     for start in range(0, len(nodes), batch_size):
         write_index_documents(deps, nodes[start : start + batch_size])

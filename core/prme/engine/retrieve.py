@@ -195,7 +195,7 @@ def retrieve_memories(
             FusionInput(
                 nid,
                 candidates.ranks[nid],
-                (node.event_time or node.created_at).timestamp(),
+                node.effective_time.timestamp(),
                 _query_features(node, named, periods),
                 node.session_id,
             )
@@ -377,7 +377,7 @@ def _query_features(
     if node.speaker in named:
         features["speaker_named"] = 1.0
     if periods:
-        day = (node.event_time or node.created_at).astimezone(UTC).date()
+        day = node.effective_time.astimezone(UTC).date()
         if any(start <= day < end for start, end in periods):
             features["time_mentioned"] = 1.0
     return features
@@ -510,7 +510,7 @@ def _context_rows(
             {
                 "node_id": node_id,
                 "content_sha256": node.content_sha256,
-                "time": (node.event_time or node.created_at).timestamp(),
+                "time": node.effective_time.timestamp(),
                 "features": {},
                 "session_id": node.session_id,
                 "context_of": anchor,

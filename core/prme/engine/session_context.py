@@ -47,7 +47,7 @@ def expand_session_context(
     index cannot answer, the selection is returned unchanged: context is an improvement,
     never a reason to fail a retrieval."""
     head = selection.selected[:anchors]
-    lookups = [(n.session_id, n.event_time or n.created_at, n.id) for n in head if n.session_id]
+    lookups = [(n.session_id, n.effective_time, n.id) for n in head if n.session_id]
     if anchors <= 0 or radius <= 0 or not lookups:
         return SessionContext(selection)
     try:

@@ -94,6 +94,11 @@ class MemoryNode(BaseModel):
         value = self.metadata.get(SPEAKER_METADATA_KEY)
         return value if isinstance(value, str) else None
 
+    @property
+    def effective_time(self) -> datetime:
+        """When it happened if known, else when it was recorded: the one time order of records."""
+        return self.event_time or self.created_at
+
     def is_expired(self, at: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= at
 

@@ -49,6 +49,11 @@ class IndexDocument(BaseModel):
     created_at: datetime
     expires_at: datetime | None = None
 
+    @property
+    def effective_time(self) -> datetime:
+        """When it happened if known, else when it was recorded (as `MemoryNode`'s)."""
+        return self.event_time or self.created_at
+
 
 class Filterable(Protocol):
     """The fields filters read; both `MemoryNode` and `IndexDocument` have them."""
@@ -67,6 +72,8 @@ class Filterable(Protocol):
     def event_time(self) -> datetime | None: ...
     @property
     def created_at(self) -> datetime: ...
+    @property
+    def effective_time(self) -> datetime: ...
     @property
     def expires_at(self) -> datetime | None: ...
 
@@ -116,7 +123,7 @@ class IndexFilter(BaseModel):
                 return False
             if self.event_time_to is not None and item.event_time > self.event_time_to:
                 return False
-        effective = item.event_time or item.created_at
+        effective = item.effective_time
         if self.time_from is not None and effective < self.time_from:
             return False
         return not (self.time_to is not None and effective > self.time_to)

@@ -49,7 +49,7 @@ def _record_parts(
     (" Caroline: text"), split where the tokenizer splits too, so the body's count can be
     cached across retrievals and head + body counts equal the line's."""
     if context_format == "auditable":
-        when = node.event_time or node.created_at
+        when = node.effective_time
         record = {
             "ref": ref,
             "node_id": node.id,
@@ -66,13 +66,13 @@ def _record_parts(
         text = f"{speaker}: {text}"
     if not with_time:
         return f"[{ref}]", f" {text}"
-    when = node.event_time or node.created_at
+    when = node.effective_time
     return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')}", f" {text}"
 
 
 def _group_of(node: MemoryNode) -> tuple[date, str]:
     """Records of one day and session share a header that carries their date once."""
-    return (node.event_time or node.created_at).date(), node.session_id or ""
+    return node.effective_time.date(), node.session_id or ""
 
 
 def _header(group: tuple[date, str]) -> str:
@@ -146,7 +146,7 @@ def pack_context(
 
 
 def _render(admitted: Sequence[MemoryNode], lines: dict[str, str]) -> str:
-    moment = {n.id: (n.event_time or n.created_at).timestamp() for n in admitted}
+    moment = {n.id: n.effective_time.timestamp() for n in admitted}
     by_group: dict[tuple[date, str], list[MemoryNode]] = {}
     for node in admitted:
         by_group.setdefault(_group_of(node), []).append(node)

@@ -67,7 +67,7 @@ def to_source(doc: IndexDocument) -> dict[str, Any]:
         "lifecycle_state": doc.lifecycle_state.value,
         "scope": doc.scope.value,
         "created_at": _millis(doc.created_at),
-        "effective_time": _millis(doc.event_time or doc.created_at),
+        "effective_time": _millis(doc.effective_time),
     }
     if doc.vector is not None:
         source[VECTOR_FIELD] = list(doc.vector)
@@ -190,7 +190,7 @@ class RecentSessionWrites:
                 self._written[key] = (
                     now,
                     _Said(
-                        _millis(doc.event_time or doc.created_at),
+                        _millis(doc.effective_time),
                         doc.node_id,
                         doc.embedding_model,
                         vector,

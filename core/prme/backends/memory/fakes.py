@@ -343,11 +343,11 @@ class InMemoryIndex:
             for (tenant, owner_id, _), d in self.documents.items()
             if (tenant, owner_id) == (owner.tenant_id, owner.owner_id)
             and d.session_id == session_id
-            and (d.event_time or d.created_at) < before
+            and d.effective_time < before
         ]
         if not earlier:
             return None
-        last = max(earlier, key=lambda d: (d.event_time or d.created_at, d.node_id))
+        last = max(earlier, key=lambda d: (d.effective_time, d.node_id))
         vector = last.content_vector if last.content_vector is not None else last.vector
         if last.embedding_model != embedding_model or vector is None:
             return None
@@ -370,7 +370,7 @@ class InMemoryIndex:
         for session_id, when, node_id in anchors:
             keyed = sorted(
                 (
-                    (d.event_time or d.created_at, d.node_id)
+                    (d.effective_time, d.node_id)
                     for (t, o, _), d in self.documents.items()
                     if (t, o) == (owner.tenant_id, owner.owner_id) and d.session_id == session_id
                 ),
