@@ -172,32 +172,28 @@ class Workers(Construct):
                 "for it is opt-in (prme:apiReservedConcurrency): low-quota accounts cannot "
                 "reserve any.",
             )
-        self.materializer = factory.build(
-            FunctionSpec(
-                "materializer",
-                "functions.materializer.handler",
-                1024,
-                Duration.seconds(materialize.spec.consumer_timeout_s),
-                concurrency["materializer"],
+        # Each queue has one consumer, whose timeout is its queue's (visibility is six times it).
+        consumers = {
+            "materializer": ("functions.materializer.handler", materialize),
+            "extractor": ("functions.extractor.handler", extract),
+            "ingest": ("functions.ingest_consumer.handler", ingest),
+        }
+        built = {
+            name: factory.build(
+                FunctionSpec(
+                    name,
+                    handler,
+                    1024,
+                    Duration.seconds(queue.spec.consumer_timeout_s),
+                    concurrency[name],
+                )
             )
-        )
-        self.extractor = factory.build(
-            FunctionSpec(
-                "extractor",
-                "functions.extractor.handler",
-                1024,
-                Duration.seconds(extract.spec.consumer_timeout_s),
-                concurrency["extractor"],
-            )
-        )
-        self.ingest = factory.build(
-            FunctionSpec(
-                "ingest",
-                "functions.ingest_consumer.handler",
-                1024,
-                Duration.seconds(ingest.spec.consumer_timeout_s),
-                concurrency["ingest"],
-            )
+            for name, (handler, queue) in consumers.items()
+        }
+        self.materializer, self.extractor, self.ingest = (
+            built["materializer"],
+            built["extractor"],
+            built["ingest"],
         )
         self.maintenance = factory.build(
             FunctionSpec(
@@ -216,9 +212,8 @@ class Workers(Construct):
             "maintenance": self.maintenance,
         }
 
-        consumers = {"materializer": materialize, "extractor": extract, "ingest": ingest}
-        for name, queue in consumers.items():
-            self._consume(self.functions[name], queue, config.max_concurrency[name])
+        for name, (_, queue) in consumers.items():
+            self._consume(built[name], queue, config.max_concurrency[name])
         events.Rule(
             self,
             "MaintenanceSchedule",
