@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -43,6 +44,27 @@ def until_searchable(read: Callable[[], T], done: Callable[[T], bool]) -> T:
 def load_event(name: str) -> dict[str, Any]:
     event: dict[str, Any] = json.loads((EVENTS / name).read_text())
     return event
+
+
+def sqs_records(
+    event_file: str,
+    bodies: list[str],
+    *,
+    id_prefix: str = "msg",
+    receive_count: int | None = None,
+) -> dict[str, Any]:
+    """An SQS event of `bodies`, each record shaped like the first record of `event_file`;
+    record i has the message id `<id_prefix>-<i>`."""
+    template = load_event(event_file)["Records"][0]
+    records = []
+    for i, body in enumerate(bodies):
+        record = copy.deepcopy(template)
+        record["messageId"] = f"{id_prefix}-{i}"
+        record["body"] = body
+        if receive_count is not None:
+            record["attributes"]["ApproximateReceiveCount"] = str(receive_count)
+        records.append(record)
+    return {"Records": records}
 
 
 @dataclass

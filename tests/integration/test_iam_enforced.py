@@ -3,7 +3,6 @@ with the template's environment, against a moto server that enforces IAM."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
@@ -18,6 +17,7 @@ from tests.integration.lambda_support import (
     TENANT,
     FakeLambdaContext,
     load_event,
+    sqs_records,
     until_searchable,
 )
 from tests.opensearch_iam_proxy import AuthorizingProxy
@@ -115,17 +115,6 @@ def retrieved_nodes(key: str, query: str, expected: set[str]) -> dict[str, str]:
 
 def retrieved_contents(key: str, query: str, expected: set[str]) -> set[str]:
     return set(retrieved_nodes(key, query, expected))
-
-
-def sqs_records(event_file: str, bodies: list[str]) -> dict[str, Any]:
-    template = load_event(event_file)["Records"][0]
-    records = []
-    for i, body in enumerate(bodies):
-        record = copy.deepcopy(template)
-        record["messageId"] = f"msg-{i}"
-        record["body"] = body
-        records.append(record)
-    return {"Records": records}
 
 
 def drain(deployment: IamDeployment, queue: str) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -13,19 +12,13 @@ from tests.integration.lambda_support import (
     Deployed,
     FakeLambdaContext,
     load_event,
+    sqs_records,
     until_searchable,
 )
 
 
 def ingest_event(*bodies: str) -> dict[str, Any]:
-    template = load_event("sqs_ingest_batch.json")["Records"][0]
-    records = []
-    for i, body in enumerate(bodies):
-        record = copy.deepcopy(template)
-        record["messageId"] = f"import-{i}"
-        record["body"] = body
-        records.append(record)
-    return {"Records": records}
+    return sqs_records("sqs_ingest_batch.json", list(bodies), id_prefix="import")
 
 
 def import_message(count: int, key: str = "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5c") -> str:

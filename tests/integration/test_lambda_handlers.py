@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -11,7 +10,13 @@ import pytest
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import NodeType, ProcessingStatus
 from prme.model.inputs import StoreInput
-from tests.integration.lambda_support import ALICE, Deployed, FakeLambdaContext, load_event
+from tests.integration.lambda_support import (
+    ALICE,
+    Deployed,
+    FakeLambdaContext,
+    load_event,
+    sqs_records,
+)
 
 
 def api_call(
@@ -119,16 +124,8 @@ def _pending_store(content: str, *, lose_send: bool = False) -> tuple[Any, Any]:
 def sqs_event(
     refs: list[WorkRef], *, receive_count: int = 1, extra_bodies: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    template = load_event("sqs_materialize_batch.json")["Records"][0]
-    records = []
     bodies = [json.dumps(ref.to_message()) for ref in refs] + list(extra_bodies)
-    for i, body in enumerate(bodies):
-        record = copy.deepcopy(template)
-        record["messageId"] = f"msg-{i}"
-        record["body"] = body
-        record["attributes"]["ApproximateReceiveCount"] = str(receive_count)
-        records.append(record)
-    return {"Records": records}
+    return sqs_records("sqs_materialize_batch.json", bodies, receive_count=receive_count)
 
 
 def test_materializer_processes_work_and_reports_partial_failures(deployed: Deployed) -> None:
