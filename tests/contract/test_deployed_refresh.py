@@ -13,6 +13,7 @@ from prme.model.inputs import RetrieveInput
 from tests.conftest import ALICE, Harness, aws_harness
 from tests.contract import test_session_context_vectors as turns
 from tests.integration.lambda_support import until_searchable
+from tests.stack_template import LocalBinding, StackTemplate
 
 
 @pytest.fixture
@@ -22,11 +23,18 @@ def deployed(aws_resources: tuple[Any, str, Any, str]) -> Harness:
     return aws_harness(dynamodb, table, opensearch, alias, config, refresh_on_write=False)
 
 
-def test_the_stack_deploys_refresh_on_write_off() -> None:
-    """What these tests assume is what the stack gives the functions (no override there)."""
+@pytest.mark.slow  # the shared synth
+def test_the_stack_deploys_refresh_on_write_off(stack_template: StackTemplate) -> None:
+    """What these tests assume is what every function is deployed with."""
     from prme.settings import Settings
 
-    assert Settings.model_fields["opensearch_refresh_on_write"].default is False
+    key = Settings.env_name("opensearch_refresh_on_write")
+    binding = LocalBinding("t", "t", "t", "http://127.0.0.1:1")
+    for function in stack_template.function_names():
+        deployed = stack_template.environment(function, binding).get(key)
+        value = Settings.model_fields["opensearch_refresh_on_write"].default
+        effective = value if deployed is None else deployed.lower() == "true"
+        assert effective is False, function
 
 
 def test_a_reply_stored_right_after_its_question_is_mixed_with_it(deployed: Harness) -> None:
