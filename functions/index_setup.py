@@ -12,12 +12,15 @@ import json
 import re
 import urllib.request
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WorkTimedOut
 from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from opensearchpy.exceptions import OpenSearchException
 
+from functions.limits import LAMBDA_MARGIN_MS
 from functions.runtime import logger, settings
 from prme.backends.aws.bootstrap import ensure_index
 from prme.backends.aws.opensearch_index import VectorShape, build_opensearch_client, index_problem
@@ -28,6 +31,9 @@ from prme.errors import SearchIndexMismatchError
 ALIAS_PROPERTY = "IndexAlias"
 DIMENSION_PROPERTY = "Dimension"
 RESPONSE_TIMEOUT_S = 30.0
+# Kept back from the invocation's time for the answer itself: a hung domain must still leave
+# time to tell CloudFormation, which otherwise waits an hour for an answer that never comes.
+ANSWER_RESERVE_S = 5.0
 # OpenSearch's own limits: an index name of at most 255 bytes, lowercase, without these
 # characters or a leading -, _ or +; k-NN vectors of at most 16,000 dimensions. Checked here so
 # a bad property fails with a reason of our own, and so the physical id (which CloudFormation
@@ -67,10 +73,7 @@ def outcome_of(event: dict[str, Any], client_factory: Callable[[], Any]) -> Outc
     if not isinstance(properties, dict):
         properties = {}
     alias = _valid_alias(properties.get(ALIAS_PROPERTY))
-    # Until Create succeeds there is no physical id; the alias (when usable) stands in.
-    physical_id = str(
-        event.get("PhysicalResourceId") or alias or event.get("LogicalResourceId", "search-index")
-    )[:255]
+    physical_id = _physical_id(event, alias)
     if request == "Delete":
         return Outcome("SUCCESS", physical_id)
     if request not in ("Create", "Update"):
@@ -104,6 +107,34 @@ def outcome_of(event: dict[str, Any], client_factory: Callable[[], Any]) -> Outc
             physical_id,
             f"Index setup failed ({type(exc).__name__}); see the index setup function's log",
         )
+
+
+def outcome_in_time(
+    event: dict[str, Any], client_factory: Callable[[], Any], seconds: float
+) -> Outcome:
+    """`outcome_of`, or FAILED once `seconds` pass: the domain's client has its own timeouts,
+    but one request holds several calls, and their retries could outlast the function."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-setup")
+    try:
+        return pool.submit(outcome_of, event, client_factory).result(timeout=max(seconds, 0.0))
+    except WorkTimedOut:
+        logger.error("index setup: the search domain did not answer in time")
+        properties = event.get("ResourceProperties")
+        asked = properties.get(ALIAS_PROPERTY) if isinstance(properties, dict) else None
+        return Outcome(
+            "FAILED",
+            _physical_id(event, _valid_alias(asked)),
+            "The search domain did not answer in time; see the index setup function's log",
+        )
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _physical_id(event: dict[str, Any], alias: str | None) -> str:
+    # Until Create succeeds there is no physical id; the alias (when usable) stands in.
+    return str(
+        event.get("PhysicalResourceId") or alias or event.get("LogicalResourceId", "search-index")
+    )[:255]
 
 
 def _valid_alias(value: object) -> str | None:
@@ -163,7 +194,8 @@ def _client() -> Any:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> None:
-    outcome = outcome_of(event, _client)
+    remaining_s = (context.get_remaining_time_in_millis() - LAMBDA_MARGIN_MS) / 1000
+    outcome = outcome_in_time(event, _client, remaining_s - ANSWER_RESERVE_S)
     logger.info(
         "index setup answered",
         extra={"request": event.get("RequestType"), "status": outcome.status},

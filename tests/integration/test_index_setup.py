@@ -3,11 +3,14 @@ Update, Delete (leaves the index), and FAILED with a clear reason on an index it
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pytest
 
+from localstack.hung_port import HungPort
 from prme.backends.aws.bootstrap import ensure_index
 from prme.backends.aws.opensearch_index import VectorShape, build_opensearch_client
 from prme.backends.aws.resources import index_name
@@ -140,3 +143,37 @@ def test_an_unreachable_domain_fails_without_provider_text(
     assert answer["Reason"].startswith("The search domain refused or did not answer")
     assert "127.0.0.1" not in answer["Reason"]
     assert answer["PhysicalResourceId"] == "prme-unreachable"
+
+
+@dataclass
+class ShortInvocation(FakeLambdaContext):
+    """An invocation with 8 s left: after the margin and the answer's reserve, 1.5 s of work."""
+
+    ends_at: float = field(default_factory=lambda: time.monotonic() + 8.0)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self.ends_at - time.monotonic()) * 1000)
+
+
+def test_a_hung_domain_is_answered_failed_before_the_function_times_out(
+    monkeypatch: pytest.MonkeyPatch, opensearch: Any, response_catcher: ResponseCatcher
+) -> None:
+    """A domain that accepts connections and never answers: CloudFormation still hears FAILED
+    within the invocation, instead of waiting an hour for a function that timed out."""
+    from functions import index_setup, runtime
+
+    with HungPort() as hung:
+        monkeypatch.setenv("PRME_OPENSEARCH_URL", hung.url)
+        runtime.settings.cache_clear()
+        event = cloudformation_request(
+            "Create", response_catcher.url("hung"), {"IndexAlias": "prme-hung", "Dimension": "8"}
+        )
+        context = ShortInvocation()
+        index_setup.handler(event, cast(Any, context))
+        left_s = context.get_remaining_time_in_millis() / 1000
+
+    answer = response_catcher.caught[-1].body
+    assert answer["Status"] == "FAILED"
+    assert answer["Reason"].startswith("The search domain did not answer in time")
+    assert answer["PhysicalResourceId"] == "prme-hung"
+    assert left_s > 0
