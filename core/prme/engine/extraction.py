@@ -18,7 +18,12 @@ from typing import Any
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.deps import EngineDeps
 from prme.engine.inference import infer_source_type
-from prme.engine.materialize import MAX_WORK_ATTEMPTS, ProcessingReport, index_nodes
+from prme.engine.materialize import (
+    EXTRACTION_SOURCE_MISSING,
+    MAX_WORK_ATTEMPTS,
+    ProcessingReport,
+    index_nodes,
+)
 from prme.engine.reads import summarize_work
 from prme.engine.store import StoreResult, alias_scan_work, store_memory
 from prme.errors import (
@@ -57,7 +62,6 @@ EXTRACTION_JOURNAL = "extraction"
 MAX_ARTIFACT_NODES = 30
 MAX_ARTIFACT_EDGES = 20
 # Failures no retry can fix: the item is failed at once, and a queue need not redeliver it.
-FINAL_FAILURES = frozenset({"SourceMissing", CorruptRecordError.reason_code})
 
 
 @dataclass(frozen=True)
@@ -198,8 +202,8 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
         _record_failure(deps, item, exc.reason_code, final=True)
         return exc.reason_code
     if event is None:
-        _record_failure(deps, item, "SourceMissing", final=True)
-        return "SourceMissing"
+        _record_failure(deps, item, EXTRACTION_SOURCE_MISSING, final=True)
+        return EXTRACTION_SOURCE_MISSING
     reference = event.event_time or event.ingested_at
     try:
         extraction = deps.extractor.extract(event.content, reference_time=reference)

@@ -356,6 +356,12 @@ def materialize_targets(deps: EngineDeps, targets: Sequence[Target]) -> Material
 
 
 SOURCE_MISSING = "source_missing"
+# Extraction records a failure by its class name, so its missing source is spelled apart.
+EXTRACTION_SOURCE_MISSING = "SourceMissing"
+# Failures no retry can mend, of either kind of work: the source is gone or unreadable.
+FINAL_FAILURES = frozenset(
+    {SOURCE_MISSING, EXTRACTION_SOURCE_MISSING, CorruptRecordError.reason_code}
+)
 
 
 def resolve_targets(
@@ -429,7 +435,7 @@ def process_work_refs(deps: EngineDeps, refs: Sequence[WorkRef]) -> ProcessingRe
         items = [item for item in items if item.status is WorkStatus.PENDING]
         extract = [i for i in items if i.kind.family == "extract"]
         if extract:
-            from prme.engine.extraction import FINAL_FAILURES, run_extractions
+            from prme.engine.extraction import run_extractions
 
             reasons = [run_extractions(deps, owner, [item]) for item in extract]
             if any(r is not None and r not in FINAL_FAILURES for r in reasons):
@@ -453,10 +459,7 @@ def revives_on_redelivery(item: WorkItem) -> bool:
     """A message naming failed work comes back only when an operator redrives its dead-letter
     queue (the last receive fails the item before SQS moves the message): work that failed
     because its attempts ran out starts afresh then; work that can never succeed stays failed."""
-    from prme.engine.extraction import FINAL_FAILURES
-
-    final = {SOURCE_MISSING, CorruptRecordError.reason_code, *FINAL_FAILURES}
-    return item.status is WorkStatus.FAILED and item.last_error not in final
+    return item.status is WorkStatus.FAILED and item.last_error not in FINAL_FAILURES
 
 
 def _revived(deps: EngineDeps, item: WorkItem) -> WorkItem:
