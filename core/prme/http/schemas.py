@@ -33,29 +33,26 @@ PROCESSING_STATUS = Field(
 )
 
 
+STORE_EXAMPLE: dict[str, Any] = {
+    "content": "Pay the rent from my joint account ending 0412.",
+    "value_bindings": [
+        {
+            "reference": "rent_account",
+            "kind": "bank_account",
+            "presentation": "ending 0412",
+            "lookup": "acct_7Hq2XK9d",
+        }
+    ],
+    "node_type": "instruction",
+    "session_id": "household",
+    "event_time": "2024-03-02T18:30:00+00:00",
+}
+
+
 class StoreRequest(StoreInput):
     """POST /v1/store. Unknown fields (including the retired `namespace`) are rejected."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "content": "My passport number is X1234567; it expires in May 2031.",
-                    "value_bindings": [
-                        {
-                            "reference": "passport",
-                            "kind": "document_number",
-                            "presentation": "X1234567",
-                            "lookup": "X1234567",
-                        }
-                    ],
-                    "node_type": "fact",
-                    "session_id": "travel-planning",
-                    "event_time": "2024-03-02T18:30:00+00:00",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [STORE_EXAMPLE]})
 
     user_id: str | None = USER_ID
 
@@ -68,23 +65,20 @@ class StoreResponse(BaseModel):
     processing_status: ProcessingStatus = PROCESSING_STATUS
 
 
+INGEST_EXAMPLE: dict[str, Any] = {
+    "content": "Yesterday I adopted a cat called Miso.",
+    "role": "user",
+    "speaker": "Caroline",
+    "session_id": "chat-2024-03-02",
+    "event_time": "2024-03-02T18:30:00+00:00",
+    "wait_for_extraction": False,
+}
+
+
 class IngestRequest(IngestInput):
     """POST /v1/ingest: a message kept verbatim, with memories extracted from it."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "content": "Yesterday I adopted a cat called Miso.",
-                    "role": "user",
-                    "speaker": "Caroline",
-                    "session_id": "chat-2024-03-02",
-                    "event_time": "2024-03-02T18:30:00+00:00",
-                    "wait_for_extraction": False,
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [INGEST_EXAMPLE]})
 
     user_id: str | None = USER_ID
 
@@ -101,32 +95,29 @@ class IngestResponse(BaseModel):
     )
 
 
+FAST_INGEST_EXAMPLE: dict[str, Any] = {
+    "items": [
+        {
+            "content": "Did you book the flight to Porto?",
+            "role": "participant",
+            "speaker": "Melanie",
+            "session_id": "chat-2024-03-02",
+            "event_time": "2024-03-02T18:29:00+00:00",
+        },
+        {
+            "content": "Yes, I fly out on the 14th.",
+            "speaker": "Caroline",
+            "session_id": "chat-2024-03-02",
+            "event_time": "2024-03-02T18:30:00+00:00",
+        },
+    ]
+}
+
+
 class FastIngestRequest(FastIngestInput):
     """POST /v1/ingest/fast: an ordered batch for one owner, validated before any I/O."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "items": [
-                        {
-                            "content": "Did you book the flight to Porto?",
-                            "role": "participant",
-                            "speaker": "Melanie",
-                            "session_id": "chat-2024-03-02",
-                            "event_time": "2024-03-02T18:29:00+00:00",
-                        },
-                        {
-                            "content": "Yes, I fly out on the 14th.",
-                            "speaker": "Caroline",
-                            "session_id": "chat-2024-03-02",
-                            "event_time": "2024-03-02T18:30:00+00:00",
-                        },
-                    ]
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [FAST_INGEST_EXAMPLE]})
 
     user_id: str | None = USER_ID
 
@@ -205,22 +196,19 @@ class SupersedenceRequest(BaseModel):
     user_id: str | None = USER_ID
 
 
+RETRIEVE_EXAMPLE: dict[str, Any] = {
+    "query": "When is Caroline flying to Porto?",
+    "limit": 10,
+    "token_budget": 1500,
+    "reference_time": "2024-03-10T09:00:00+00:00",
+    "filters": {"scope": "personal", "exclude_node_types": ["summary"]},
+}
+
+
 class RetrieveRequest(RetrieveInput):
     """POST /v1/retrieve: rank the owner's memories for a query and pack a context."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "query": "When is Caroline flying to Porto?",
-                    "limit": 10,
-                    "token_budget": 1500,
-                    "reference_time": "2024-03-10T09:00:00+00:00",
-                    "filters": {"scope": "personal", "exclude_node_types": ["summary"]},
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [RETRIEVE_EXAMPLE]})
 
     user_id: str | None = USER_ID
 

@@ -35,7 +35,7 @@ BindingReference = Annotated[
         min_length=1,
         max_length=MAX_REFERENCE_CHARS,
         pattern=LABEL_PATTERN,
-        description="The caller's label for the value, e.g. passport",
+        description="The caller's label for the value, e.g. rent_account",
     ),
 ]
 BindingKind = Annotated[
@@ -44,7 +44,7 @@ BindingKind = Annotated[
         min_length=1,
         max_length=MAX_KIND_CHARS,
         pattern=LABEL_PATTERN,
-        description="What sort of value it is, e.g. document_number",
+        description="What sort of value it is, e.g. bank_account",
     ),
 ]
 BoundText = Annotated[

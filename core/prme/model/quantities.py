@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -70,6 +70,15 @@ def _checked_values(values: tuple[str, ...] | None, *, max_chars: int) -> tuple[
     return values
 
 
+QUANTITY_QUERY_EXAMPLE: dict[str, Any] = {
+    "subjects": ["I"],
+    "predicate_prefixes": ["raised"],
+    "units": ["USD"],
+    "group_by": ["unit", "subject"],
+    "event_time_from": "2024-01-01T00:00:00+00:00",
+}
+
+
 class QuantityAggregationQuery(BaseModel):
     """Which extracted quantities of one owner to add up, and how to group them.
 
@@ -78,7 +87,9 @@ class QuantityAggregationQuery(BaseModel):
     Matching is exact after normalization; nothing is matched by meaning.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_extra={"examples": [QUANTITY_QUERY_EXAMPLE]}
+    )
 
     subjects: tuple[str, ...] | None = Field(
         default=None,
