@@ -303,14 +303,15 @@ class RetrieveInput(BaseModel):
         ge=0,
         le=200_000,
         strict=True,
-        description="Context size in tokens; omitted uses the configured default",
+        description="Context size in tokens; omitted uses the configured default_token_budget",
     )
     limit: int | None = Field(
         default=None,
         ge=0,
         le=200,
         strict=True,
-        description="Most results to return; omitted uses the configured default",
+        description="Most results to return; omitted uses the configured default_limit, which "
+        "by default returns as many as the token budget holds",
     )
     max_per_source: int | None = Field(
         default=None, ge=1, strict=True, description="Cap per identical source"
