@@ -94,6 +94,9 @@ def test_openapi_documents_every_operation(app: FastAPI) -> None:
         assert published["security"] == [{"bearerAuth": []}]
         for status in op.http.extra_errors:
             assert str(status) in published["responses"], (op.name, status)
+        for parameter in published.get("parameters", []):
+            # Path ids, query parameters and headers are described like body fields.
+            assert parameter.get("description"), (op.name, parameter["name"])
 
 
 def test_the_mcp_tools_are_the_tables(backend: EmbeddedBackend) -> None:

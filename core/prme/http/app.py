@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from fastapi import FastAPI
 from starlette.routing import Route
 
@@ -17,7 +15,10 @@ from prme.http.deadlines import RequestDeadlineMiddleware
 from prme.http.dependencies import (
     ApiRuntime,
     Caller,
+    EventIdPath,
     IdempotencyKey,
+    NodeIdPath,
+    RequestIdPath,
     UserIdQuery,
     key_text,
     served,
@@ -90,7 +91,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
 
     @served(app, "get_extraction_status")
     def get_extraction_status(
-        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+        event_id: EventIdPath, caller: Caller, user_id: UserIdQuery = None
     ) -> ExtractionStatusResponse:
         owner = resolve_owner(caller, user_id)
         return ExtractionStatusResponse.of(
@@ -99,7 +100,7 @@ def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
 
     @served(app, "retry_extraction")
     def retry_extraction(
-        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+        event_id: EventIdPath, caller: Caller, user_id: UserIdQuery = None
     ) -> ExtractionStatusResponse:
         owner = resolve_owner(caller, user_id)
         return ExtractionStatusResponse.of(
@@ -147,7 +148,7 @@ def _read_routes(app: FastAPI, engine: MemoryEngine, response_budget: ResponseBu
 
     @served(app, "get_processing_status")
     def get_processing_status(
-        event_id: UUID, caller: Caller, user_id: UserIdQuery = None
+        event_id: EventIdPath, caller: Caller, user_id: UserIdQuery = None
     ) -> ProcessingStatusResponse:
         status, work = engine.get_processing_status(resolve_owner(caller, user_id), str(event_id))
         return ProcessingStatusResponse(
@@ -158,7 +159,7 @@ def _read_routes(app: FastAPI, engine: MemoryEngine, response_budget: ResponseBu
 
     @served(app, "resolve_tool_arguments")
     def resolve_tool_arguments(
-        request_id: UUID, body: ResolveToolArgumentsRequest, caller: Caller
+        request_id: RequestIdPath, body: ResolveToolArgumentsRequest, caller: Caller
     ) -> ToolArgumentResolution:
         owner = resolve_owner(caller, body.user_id)
         return engine.resolve_tool_arguments(owner, str(request_id), body.arguments)
@@ -169,7 +170,7 @@ def _lifecycle_routes(app: FastAPI, engine: MemoryEngine) -> None:
 
     @served(app, "reinforce")
     def reinforce(
-        node_id: UUID,
+        node_id: NodeIdPath,
         caller: Caller,
         body: ReinforceRequest | None = None,
         idempotency_key: IdempotencyKey = None,

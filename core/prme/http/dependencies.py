@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 from uuid import UUID
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
 from prme.http.auth import AuthPolicy, authenticate
-from prme.http.schemas import AcceptedErrorResponse, ErrorResponse
+from prme.http.schemas import USER_ID, AcceptedErrorResponse, ErrorResponse
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 from prme.operations import BY_NAME as OPERATIONS
-from prme.operations import IDEMPOTENCY_KEY_DESCRIPTION, Errors
+from prme.operations import ID_DESCRIPTIONS, IDEMPOTENCY_KEY_DESCRIPTION, Errors
 from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 
@@ -85,7 +85,20 @@ def principal_of(
 
 
 Caller = Annotated[Principal, Depends(principal_of)]
-UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+UserIdQuery = Annotated[
+    str | None, Query(min_length=1, max_length=256, description=USER_ID.description)
+]
+
+
+def path_id(name: str) -> Any:
+    """The annotation of a path id: a UUID, described once in the operations table."""
+    return Annotated[UUID, Path(description=ID_DESCRIPTIONS[name])]
+
+
+EventIdPath = path_id("event_id")
+NodeIdPath = path_id("node_id")
+RequestIdPath = path_id("request_id")
+ProposalIdPath = path_id("proposal_operation_id")
 IdempotencyKey = Annotated[
     UUID | None, Header(alias="Idempotency-Key", description=IDEMPOTENCY_KEY_DESCRIPTION)
 ]

@@ -7,23 +7,18 @@ them) are read here too, since those links are what an acceptance creates.
 from __future__ import annotations
 
 from typing import Annotated
-from uuid import UUID
 
 from fastapi import FastAPI, Query
 
-from prme.engine.aliases import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
-from prme.http.dependencies import Caller, UserIdQuery, served
+from prme.http.dependencies import Caller, ProposalIdPath, served
 from prme.http.judgment_schemas import (
     AliasProposalListResponse,
+    AliasProposalQuery,
     AliasProposalResponse,
     AliasReviewRequest,
 )
-from prme.model.aliases import (
-    AliasStatus,
-)
-from prme.model.enums import Scope
 
 
 def register(app: FastAPI, engine: MemoryEngine) -> None:
@@ -31,20 +26,19 @@ def register(app: FastAPI, engine: MemoryEngine) -> None:
 
     @served(app, "list_alias_proposals")
     def list_alias_proposals(
-        caller: Caller,
-        status: AliasStatus | None = None,
-        scope: Scope | None = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = DEFAULT_LIST_LIMIT,
-        user_id: UserIdQuery = None,
+        caller: Caller, query: Annotated[AliasProposalQuery, Query()]
     ) -> AliasProposalListResponse:
         items = engine.list_alias_proposals(
-            resolve_owner(caller, user_id), status=status, scope=scope, limit=limit
+            resolve_owner(caller, query.user_id),
+            status=query.status,
+            scope=query.scope,
+            limit=query.limit,
         )
         return AliasProposalListResponse(items=[AliasProposalResponse.of(i) for i in items])
 
     @served(app, "review_alias_proposal")
     def review_alias_proposal(
-        proposal_operation_id: UUID, body: AliasReviewRequest, caller: Caller
+        proposal_operation_id: ProposalIdPath, body: AliasReviewRequest, caller: Caller
     ) -> AliasProposalResponse:
         item = engine.review_alias_proposal(
             resolve_owner(caller, body.user_id),

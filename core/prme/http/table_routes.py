@@ -14,14 +14,21 @@ from collections.abc import Callable
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import FastAPI, Path, Query
+from fastapi import FastAPI, Query
 from pydantic import BaseModel
 
 from prme.engine.feedback import DEFAULT_PAGE, MAX_PAGE
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.service import MemoryEngine
-from prme.http.dependencies import Caller, IdempotencyKey, UserIdQuery, key_text, served
-from prme.operations import ID_DESCRIPTIONS, OPERATIONS, Operation, Shape, presented
+from prme.http.dependencies import (
+    Caller,
+    IdempotencyKey,
+    UserIdQuery,
+    key_text,
+    path_id,
+    served,
+)
+from prme.operations import OPERATIONS, Operation, Shape, presented
 
 
 def register(app: FastAPI, engine: MemoryEngine) -> None:
@@ -41,11 +48,6 @@ PageLimit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Records per pag
 AfterId = Annotated[
     UUID | None, Query(description="The last id of the previous page; pages sort by UUID")
 ]
-
-
-def path_id(name: str) -> Any:
-    """The annotation of a path id: a UUID, described once in the operations table."""
-    return Annotated[UUID, Path(description=ID_DESCRIPTIONS[name])]
 
 
 def _the_id(operation: Operation) -> str:

@@ -35,8 +35,11 @@ from prme.errors import (
     validation_details,
 )
 from prme.http.judgment_schemas import (
+    AliasProposalQuery,
     AliasReviewRequest,
     AnswerCitationRequest,
+    QuantityAggregationRequest,
+    QuantityQuestionRequest,
     RelevanceRequest,
     ResolveToolArgumentsRequest,
 )
@@ -579,7 +582,7 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
     @_tool(server, "memory_record_relevance")
     def memory_record_relevance(
         *,
-        request_id: RequestId,
+        request_id: Annotated[UUID, described(RelevanceRequest, "request_id")],
         labels: Annotated[dict[str, bool], described(RelevanceRequest, "labels")],
         surface: Annotated[
             Literal["results", "context"], described(RelevanceRequest, "surface")
@@ -606,7 +609,7 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
     @_tool(server, "memory_record_answer_citations")
     def memory_record_answer_citations(
         *,
-        request_id: RequestId,
+        request_id: Annotated[UUID, described(AnswerCitationRequest, "request_id")],
         answer_id: Annotated[str, described(AnswerCitationRequest, "answer_id")],
         cited_node_ids: Annotated[list[str], described(AnswerCitationRequest, "cited_node_ids")],
         method: Annotated[
@@ -638,11 +641,9 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
 
     @_tool(server, "memory_list_alias_proposals")
     def memory_list_alias_proposals(
-        status: Annotated[
-            AliasStatus | None, Field(description="pending, accepted or rejected")
-        ] = None,
-        scope: Annotated[Scope | None, Field(description="Only this scope")] = None,
-        limit: Annotated[int, Field(ge=1, le=500, description="Most proposals to return")] = 100,
+        status: Annotated[AliasStatus | None, described(AliasProposalQuery, "status")] = None,
+        scope: Annotated[Scope | None, described(AliasProposalQuery, "scope")] = None,
+        limit: Annotated[int, described(AliasProposalQuery, "limit", ge=1, le=500)] = 100,
         user_id: UserId = None,
     ) -> CallToolResult:
         return run(
@@ -677,19 +678,9 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
 
     @_tool(server, "memory_aggregate_quantities")
     def memory_aggregate_quantities(
-        question: Annotated[
-            str | None,
-            Field(
-                description="A supported question such as 'How much did I raise?' or 'How "
-                "many books did I buy?'; the plan says when wording is unsupported"
-            ),
-        ] = None,
+        question: Annotated[str | None, described(QuantityQuestionRequest, "question")] = None,
         query: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="Or a structured query: subjects, predicates, predicate_prefixes, "
-                "units, scopes, group_by (must include unit), event_time_from/to"
-            ),
+            dict[str, Any] | None, described(QuantityAggregationRequest, "query")
         ] = None,
         user_id: UserId = None,
     ) -> CallToolResult:

@@ -36,6 +36,9 @@ from prme.model.input_policy import (
 )
 from prme.model.records import RESERVED_METADATA_KEYS
 
+# The node type of a stored memory that names none, unless the deployment sets another.
+DEFAULT_NODE_TYPE = NodeType.NOTE
+
 MAX_CONTENT_CHARS = 100_000
 MAX_SPEAKER_CHARS = 200
 MAX_METADATA_BYTES = 16_384
@@ -161,7 +164,8 @@ class StoreInput(SourceInput):
     )
     node_type: NodeType | None = Field(
         default=None,
-        description="Memory type; omitted uses the engine's configured default_node_type",
+        description=f"Memory type (default {DEFAULT_NODE_TYPE.value}, or the deployment's "
+        "default_node_type setting)",
     )
     epistemic_type: EpistemicType | None = Field(
         default=None, description="How certain it is: observed, asserted, inferred, ..."
