@@ -22,48 +22,9 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from prme.http.judgment_schemas import (
-    AliasProposalListResponse,
-    AliasProposalResponse,
-    AliasReviewRequest,
-    AnswerCitationRequest,
-    EdgeResponse,
-    QuantityAggregationRequest,
-    QuantityQuestionRequest,
-    RelevanceRequest,
-    ResolveToolArgumentsRequest,
-)
-from prme.http.schemas import (
-    EventResponse,
-    ExtractionStatusResponse,
-    FastIngestRequest,
-    FastIngestResponse,
-    IngestRequest,
-    IngestResponse,
-    MaterializationRequest,
-    MaterializationResponse,
-    NodeResponse,
-    ProcessingStatusResponse,
-    ReinforceRequest,
-    RetrieveRequest,
-    RetrieveResponse,
-    StoreRequest,
-    StoreResponse,
-    SupersedenceRequest,
-)
-from prme.model.bindings import ToolArgumentResolution
-from prme.model.feedback import (
-    AnswerCitationInput,
-    AnswerCitationPage,
-    AnswerCitationRecord,
-    RelevanceInput,
-    RelevancePage,
-    RelevanceRecord,
-    ReplayReport,
-)
-from prme.model.inputs import FastIngestInput, IngestInput, StoreInput
-from prme.model.quantities import QuantityAggregation, QuantityQuestionAnswer
-from prme.retrieval.receipts import RetrievalReceipt
+from prme.http import judgment_schemas, schemas
+from prme.model import bindings, feedback, inputs, quantities
+from prme.retrieval import receipts
 
 
 class Capability(StrEnum):
@@ -224,9 +185,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "memory is searchable).",
         http=HttpRoute("POST", "/v1/store", Errors.WRITE, idempotency_key=True),
         mcp=McpTool("memory_store", read_only=False),
-        request=StoreRequest,
-        response=StoreResponse,
-        engine_input=StoreInput,
+        request=schemas.StoreRequest,
+        response=schemas.StoreResponse,
+        engine_input=inputs.StoreInput,
         shape=Shape.WRITE_BODY,
     ),
     Operation(
@@ -236,9 +197,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "Keep a message verbatim and derive grounded facts, entities and quantities from it.",
         http=HttpRoute("POST", "/v1/ingest", Errors.WRITE, idempotency_key=True),
         mcp=McpTool("memory_ingest", read_only=False),
-        request=IngestRequest,
-        response=IngestResponse,
-        engine_input=IngestInput,
+        request=schemas.IngestRequest,
+        response=schemas.IngestResponse,
+        engine_input=inputs.IngestInput,
         shape=Shape.WRITE_BODY,
     ),
     Operation(
@@ -249,9 +210,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "until pending is 0 to make them searchable.",
         http=HttpRoute("POST", "/v1/ingest/fast", Errors.WRITE, idempotency_key=True),
         mcp=McpTool("memory_ingest_fast", read_only=False),
-        request=FastIngestRequest,
-        response=FastIngestResponse,
-        engine_input=FastIngestInput,
+        request=schemas.FastIngestRequest,
+        response=schemas.FastIngestResponse,
+        engine_input=inputs.FastIngestInput,
         shape=Shape.WRITE_BODY,
     ),
     Operation(
@@ -266,8 +227,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "that explains and replays the ranking.",
         http=HttpRoute("POST", "/v1/retrieve"),
         mcp=McpTool("memory_retrieve", read_only=True),
-        request=RetrieveRequest,
-        response=RetrieveResponse,
+        request=schemas.RetrieveRequest,
+        response=schemas.RetrieveResponse,
     ),
     Operation(
         "get_event",
@@ -277,7 +238,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/events/{event_id}", Errors.READ),
         mcp=McpTool("memory_get_event", read_only=True),
         request=None,
-        response=EventResponse,
+        response=schemas.EventResponse,
         shape=Shape.READ_ONE,
     ),
     Operation(
@@ -287,7 +248,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Every memory node derived from one source event.",
         http=HttpRoute("GET", "/v1/events/{event_id}/nodes", Errors.READ),
         request=None,
-        response=list[NodeResponse],
+        response=list[schemas.NodeResponse],
         shape=Shape.READ_ONE,
     ),
     Operation(
@@ -298,7 +259,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/nodes/{node_id}", Errors.READ),
         mcp=McpTool("memory_get_node", read_only=True),
         request=None,
-        response=NodeResponse,
+        response=schemas.NodeResponse,
         shape=Shape.READ_ONE,
     ),
     # -- processing --
@@ -309,7 +270,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Whether an event's memories are indexed, with every work item behind that state.",
         http=HttpRoute("GET", "/v1/events/{event_id}/processing-status", Errors.READ),
         request=None,
-        response=ProcessingStatusResponse,
+        response=schemas.ProcessingStatusResponse,
     ),
     Operation(
         "get_extraction_status",
@@ -318,7 +279,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Whether extraction from an ingested message has finished, with its work items.",
         http=HttpRoute("GET", "/v1/events/{event_id}/extraction-status", Errors.READ),
         request=None,
-        response=ExtractionStatusResponse,
+        response=schemas.ExtractionStatusResponse,
     ),
     Operation(
         "retry_extraction",
@@ -327,7 +288,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Queue extraction of an ingested message again after it failed; returns its state.",
         http=HttpRoute("POST", "/v1/events/{event_id}/retry-extraction", Errors.READ),
         request=None,
-        response=ExtractionStatusResponse,
+        response=schemas.ExtractionStatusResponse,
     ),
     Operation(
         "process_materializations",
@@ -338,8 +299,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "than asked).",
         http=HttpRoute("POST", "/v1/materializations/process"),
         mcp=McpTool("memory_process_materializations", read_only=False),
-        request=MaterializationRequest,
-        response=MaterializationResponse,
+        request=schemas.MaterializationRequest,
+        response=schemas.MaterializationResponse,
     ),
     Operation(
         "process_extractions",
@@ -348,8 +309,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Run the owner's pending extractions within a time budget; returns processed, pending "
         "and failed counts.",
         http=HttpRoute("POST", "/v1/extractions/process"),
-        request=MaterializationRequest,
-        response=MaterializationResponse,
+        request=schemas.MaterializationRequest,
+        response=schemas.MaterializationResponse,
     ),
     # -- lifecycle --
     Operation(
@@ -360,7 +321,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("PUT", "/v1/nodes/{node_id}/promote", Errors.READ, _MOVE_CONFLICT),
         mcp=McpTool("memory_promote", read_only=False),
         request=None,
-        response=NodeResponse,
+        response=schemas.NodeResponse,
         shape=Shape.MOVE_ONE,
     ),
     Operation(
@@ -371,7 +332,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("PUT", "/v1/nodes/{node_id}/archive", Errors.READ, _MOVE_CONFLICT),
         mcp=McpTool("memory_archive", read_only=False, destructive=True),
         request=None,
-        response=NodeResponse,
+        response=schemas.NodeResponse,
         shape=Shape.MOVE_ONE,
     ),
     Operation(
@@ -381,8 +342,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Record one more confirmation of a memory.",
         http=HttpRoute("PUT", "/v1/nodes/{node_id}/reinforce", Errors.READ, _MOVE_CONFLICT),
         mcp=McpTool("memory_reinforce", read_only=False),
-        request=ReinforceRequest,
-        response=NodeResponse,
+        request=schemas.ReinforceRequest,
+        response=schemas.NodeResponse,
     ),
     Operation(
         "supersede",
@@ -391,8 +352,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Mark a memory as replaced by a newer one (store the correction first).",
         http=HttpRoute("POST", "/v1/supersedences", Errors.READ, _MOVE_CONFLICT),
         mcp=McpTool("memory_supersede", read_only=False),
-        request=SupersedenceRequest,
-        response=list[NodeResponse],
+        request=schemas.SupersedenceRequest,
+        response=list[schemas.NodeResponse],
     ),
     # -- receipts --
     Operation(
@@ -404,7 +365,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/retrievals/{request_id}", Errors.READ),
         mcp=McpTool("memory_get_retrieval_receipt", read_only=True),
         request=None,
-        response=RetrievalReceipt,
+        response=receipts.RetrievalReceipt,
         shape=Shape.READ_ONE,
     ),
     Operation(
@@ -415,7 +376,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "they match.",
         http=HttpRoute("GET", "/v1/retrievals/{request_id}/replay", Errors.READ),
         request=None,
-        response=ReplayReport,
+        response=feedback.ReplayReport,
         shape=Shape.READ_ONE,
     ),
     Operation(
@@ -437,8 +398,8 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
         mcp=McpTool("memory_resolve_tool_arguments", read_only=True),
-        request=ResolveToolArgumentsRequest,
-        response=ToolArgumentResolution,
+        request=judgment_schemas.ResolveToolArgumentsRequest,
+        response=bindings.ToolArgumentResolution,
     ),
     # -- feedback --
     Operation(
@@ -448,9 +409,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "Save the user's explicit judgment of which retrieved memories were relevant.",
         http=HttpRoute("POST", "/v1/relevance", Errors.READ, {400: _RECORD_REJECTED}),
         mcp=McpTool("memory_record_relevance", read_only=False),
-        request=RelevanceRequest,
-        response=RelevanceRecord,
-        engine_input=RelevanceInput,
+        request=judgment_schemas.RelevanceRequest,
+        response=feedback.RelevanceRecord,
+        engine_input=feedback.RelevanceInput,
         shape=Shape.WRITE_BODY,
     ),
     Operation(
@@ -460,7 +421,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "The owner's relevance judgments, a page at a time in id order.",
         http=HttpRoute("GET", "/v1/relevance", Errors.READ),
         request=None,
-        response=RelevancePage,
+        response=feedback.RelevancePage,
         shape=Shape.LIST_PAGE,
     ),
     Operation(
@@ -470,7 +431,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "One saved relevance judgment.",
         http=HttpRoute("GET", "/v1/relevance/{feedback_id}", Errors.READ),
         request=None,
-        response=RelevanceRecord,
+        response=feedback.RelevanceRecord,
         shape=Shape.READ_ONE,
     ),
     Operation(
@@ -488,9 +449,9 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
         mcp=McpTool("memory_record_answer_citations", read_only=False),
-        request=AnswerCitationRequest,
-        response=AnswerCitationRecord,
-        engine_input=AnswerCitationInput,
+        request=judgment_schemas.AnswerCitationRequest,
+        response=feedback.AnswerCitationRecord,
+        engine_input=feedback.AnswerCitationInput,
         shape=Shape.WRITE_BODY,
     ),
     Operation(
@@ -500,7 +461,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "The owner's answer citations, a page at a time in id order.",
         http=HttpRoute("GET", "/v1/answer-citations", Errors.READ),
         request=None,
-        response=AnswerCitationPage,
+        response=feedback.AnswerCitationPage,
         shape=Shape.LIST_PAGE,
     ),
     Operation(
@@ -510,7 +471,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "One saved answer-citation record.",
         http=HttpRoute("GET", "/v1/answer-citations/{citation_id}", Errors.READ),
         request=None,
-        response=AnswerCitationRecord,
+        response=feedback.AnswerCitationRecord,
         shape=Shape.READ_ONE,
     ),
     # -- aliases --
@@ -523,7 +484,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/alias-proposals"),
         mcp=McpTool("memory_list_alias_proposals", read_only=True),
         request=None,
-        response=AliasProposalListResponse,
+        response=judgment_schemas.AliasProposalListResponse,
     ),
     Operation(
         "review_alias_proposal",
@@ -541,8 +502,8 @@ OPERATIONS: tuple[Operation, ...] = (
             },
         ),
         mcp=McpTool("memory_review_alias_proposal", read_only=False),
-        request=AliasReviewRequest,
-        response=AliasProposalResponse,
+        request=judgment_schemas.AliasReviewRequest,
+        response=judgment_schemas.AliasProposalResponse,
     ),
     Operation(
         "get_node_edges",
@@ -552,7 +513,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "created.",
         http=HttpRoute("GET", "/v1/nodes/{node_id}/edges", Errors.READ),
         request=None,
-        response=list[EdgeResponse],
+        response=list[judgment_schemas.EdgeResponse],
         shape=Shape.READ_ONE,
     ),
     Operation(
@@ -571,8 +532,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "(never converted), each value re-checked against its source.",
         http=HttpRoute("POST", "/v1/quantities/aggregate"),
         mcp=_AGGREGATE_TOOL,
-        request=QuantityAggregationRequest,
-        response=QuantityAggregation,
+        request=judgment_schemas.QuantityAggregationRequest,
+        response=quantities.QuantityAggregation,
     ),
     Operation(
         "aggregate_quantities_text",
@@ -582,8 +543,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "unsupported wording reads no memory.",
         http=HttpRoute("POST", "/v1/quantities/aggregate-text"),
         mcp=_AGGREGATE_TOOL,
-        request=QuantityQuestionRequest,
-        response=QuantityQuestionAnswer,
+        request=judgment_schemas.QuantityQuestionRequest,
+        response=quantities.QuantityQuestionAnswer,
     ),
     # -- operator: tenant-wide passes for deployments and workers --
     Operation(
