@@ -46,6 +46,9 @@ class ReceiptCandidate(BaseModel):
 class ReceiptConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # The retrieval profile whose techniques were on unless a setting overrode one (each
+    # technique's own setting is saved below); None in receipts saved before profiles.
+    retrieval_profile: str | None = None
     fusion: FusionConfig
     mode: str
     limit: int
