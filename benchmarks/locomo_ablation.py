@@ -30,6 +30,7 @@ DEFAULT_JSON = Path("benchmarks/results/locomo_ablation.json")
 FILL_OFF = {Settings.env_name("retrieval.default_limit"): "10"}
 RRF_K_60 = {Settings.env_name("scoring.rrf_k"): "60"}
 PLAIN = {Settings.env_name("retrieval_profile"): "plain"}
+RECENCY_ON = {Settings.env_name("scoring.rrf_recency_boost"): "0.25"}
 
 
 def technique_off(technique: Technique) -> dict[str, str]:
@@ -48,7 +49,9 @@ ROWS: list[tuple[str, str, dict[str, str]]] = [
     ),
     ("rrf_k_60", "rrf_k 60 instead of 20", RRF_K_60),
     ("plain", "profile plain", PLAIN),
-    ("all_off", "all off (the starting point)", {**PLAIN, **FILL_OFF, **RRF_K_60}),
+    # The first release: no technique of the profiles but the current-state recency boost
+    # (it predates them), a fixed limit of 10 and rrf_k 60.
+    ("all_off", "all off (the starting point)", {**PLAIN, **FILL_OFF, **RRF_K_60, **RECENCY_ON}),
 ]
 
 

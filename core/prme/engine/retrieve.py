@@ -437,6 +437,14 @@ def _bundle(
     )
 
 
+# The fields a result copies from its node as they are: all but those computed here.
+_FIELDS_FROM_NODE = tuple(
+    name
+    for name in RetrievalResult.model_fields
+    if name not in {"node_id", "score", "semantic_relevance", "evidence_refs"}
+)
+
+
 def _results(
     selection: Selection,
     fused: list[FusedCandidate],
@@ -453,23 +461,10 @@ def _results(
     return [
         RetrievalResult.model_construct(
             node_id=node.id,
-            content=node.content,
             score=score_by_id[node.id],
             semantic_relevance=semantic.get(node.id),
-            node_type=node.node_type,
-            lifecycle_state=node.lifecycle_state,
-            confidence=node.confidence,
-            salience=node.salience,
-            epistemic_type=node.epistemic_type,
-            source_type=node.source_type,
-            scope=node.scope,
-            session_id=node.session_id,
-            speaker=node.speaker,
-            event_time=node.event_time,
-            valid_from=node.valid_from,
-            valid_to=node.valid_to,
             evidence_refs=list(node.evidence_refs),
-            metadata=node.metadata,
+            **{name: getattr(node, name) for name in _FIELDS_FROM_NODE},
         )
         for node in selection.selected
     ]
