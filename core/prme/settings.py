@@ -184,6 +184,13 @@ class Settings(BaseSettings):
             raise KeyError(f"no setting named {field!r}")
         return ENV_PREFIX + "__".join(part.upper() for part in (head, *rest))
 
+    @classmethod
+    def env_names(cls) -> set[str]:
+        """The variable of every top-level field and engine setting (groups read nested
+        names below theirs, e.g. `PRME_SCORING__RRF_K`)."""
+        fields = [name for name in cls.model_fields if name != "engine"]
+        return {cls.env_name(name) for name in (*fields, *ENGINE_SETTINGS)}
+
     @field_validator("bedrock_embedding_dimension")
     @classmethod
     def _titan_dimension(cls, value: int) -> int:

@@ -135,6 +135,8 @@ def test_the_engine_settings_keep_their_environment_names(
     assert Settings.env_name("retrieval_profile") == "PRME_RETRIEVAL_PROFILE"
     with pytest.raises(KeyError):
         Settings.env_name("engine")
+    assert "PRME_VECTOR_TEXT" in Settings.env_names()
+    assert "PRME_ENGINE" not in Settings.env_names()
 
 
 def store_and_retrieve(h: Harness) -> str:
