@@ -57,8 +57,8 @@ ENGINE_SETTINGS = (
     "vector_session_context",
 )
 
-# The engine settings as environment variables see them: the same fields, limits and
-# defaults as EngineConfig's, read under the settings' prefix.
+# The engine settings as the environment holds them: EngineConfig's fields and types, read
+# under the settings' prefix; EngineConfig then validates them and fills in the rest.
 _EngineEnvironment = create_model(  # type: ignore[call-overload]
     "_EngineEnvironment",
     __base__=BaseSettings,
