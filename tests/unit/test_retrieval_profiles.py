@@ -3,10 +3,13 @@ profile keeps today's values, a receipt names its profile and older receipts sti
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import prme
 from prme.engine.config import EngineConfig, ScoringConfig
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.records import JournalRecord
@@ -67,6 +70,16 @@ def test_every_technique_and_every_setting_is_listed_once() -> None:
             assert setting(conversation, path) != off, path
             assert path.split(".")[0] in ENGINE_SETTINGS
     assert PROFILES["conversation"] == frozenset(names)
+
+
+def test_every_technique_names_code_that_exists() -> None:
+    package = Path(prme.__file__).parent
+    for technique in TECHNIQUES:
+        modules = re.findall(r"[a-z_/]+\.py", technique.acts_in)
+        assert modules, technique.name
+        assert all((package / module).is_file() for module in modules), technique.acts_in
+        for step in re.findall(r"\bstep (\w+)", technique.acts_in):
+            assert step in {s.name for s in FUSION_STEPS}
 
 
 def test_plain_turns_every_technique_off() -> None:
