@@ -1,5 +1,8 @@
 """Ablation of the retrieval-quality techniques on LoCoMo: each row turns one off.
 
+The techniques are those of `prme.retrieval.profiles.TECHNIQUES`, each turned off through
+the settings that profile lists; `plain` turns every one off.
+
 Run: `.venv/bin/python -m benchmarks.locomo_ablation [--quick] [--only NAME,...]
 [--json PATH]`. Every row is one full `benchmarks.locomo_evidence` run in a fresh process
 with one setting changed through its environment variable, so nothing else differs
@@ -18,46 +21,37 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from prme.retrieval.profiles import TECHNIQUES, Technique
+from prme.settings import Settings
+
 DEFAULT_JSON = Path("benchmarks/results/locomo_ablation.json")
 
-# (name, what it turns off, environment overrides)
+# Settings outside the retrieval profiles that the ablation also measures.
+FILL_OFF = {Settings.env_name("retrieval.default_limit"): "10"}
+RRF_K_60 = {Settings.env_name("scoring.rrf_k"): "60"}
+PLAIN = {Settings.env_name("retrieval_profile"): "plain"}
+RECENCY_ON = {Settings.env_name("scoring.rrf_recency_boost"): "0.25"}
+
+
+def technique_off(technique: Technique) -> dict[str, str]:
+    return {Settings.env_name(path): str(value) for path, value in technique.off.items()}
+
+
+# (name, what it turns off, environment overrides); one row per technique of the profiles.
 ROWS: list[tuple[str, str, dict[str, str]]] = [
     ("default", "everything on", {}),
-    ("no_fill", "results capped at 10", {"PRME_RETRIEVAL__DEFAULT_LIMIT": "10"}),
-    ("no_speaker_vector", "text-only vectors", {"PRME_VECTOR_TEXT": "content"}),
-    ("whole_text_vector", "whole-text vectors", {"PRME_VECTOR_SEGMENTS": "whole"}),
-    ("float32_weights", "float32 MiniLM weights", {"PRME_MINILM_PRECISION": "float32"}),
-    ("no_session_vector", "no session-context vectors", {"PRME_VECTOR_SESSION_CONTEXT": "0"}),
-    ("no_speaker_boost", "no speaker boost", {"PRME_SCORING__SPEAKER_BOOST": "0"}),
-    ("no_time_mention", "no mentioned-date boost", {"PRME_SCORING__TIME_MENTION_BOOST": "0"}),
+    ("no_fill", "results capped at 10", FILL_OFF),
+    *((f"no_{t.name}", f"no {t.name}", technique_off(t)) for t in TECHNIQUES),
     (
-        "no_neighbours",
-        "no session-neighbour term",
-        {"PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0"},
+        "float32_weights",
+        "float32 MiniLM weights",
+        {Settings.env_name("minilm_precision"): "float32"},
     ),
-    (
-        "no_session_context",
-        "no session context after the top 10",
-        {"PRME_RETRIEVAL__SESSION_CONTEXT_ANCHORS": "0"},
-    ),
-    ("rrf_k_60", "rrf_k 60 instead of 20", {"PRME_SCORING__RRF_K": "60"}),
-    ("ranked_layout", "ranked layout", {"PRME_PACKING__READER_LAYOUT": "ranked"}),
-    (
-        "all_off",
-        "all off (the starting point)",
-        {
-            "PRME_RETRIEVAL__DEFAULT_LIMIT": "10",
-            "PRME_VECTOR_TEXT": "content",
-            "PRME_VECTOR_SEGMENTS": "whole",
-            "PRME_VECTOR_SESSION_CONTEXT": "0",
-            "PRME_SCORING__SPEAKER_BOOST": "0",
-            "PRME_SCORING__TIME_MENTION_BOOST": "0",
-            "PRME_SCORING__SESSION_NEIGHBOUR_WEIGHT": "0",
-            "PRME_SCORING__RRF_K": "60",
-            "PRME_RETRIEVAL__SESSION_CONTEXT_ANCHORS": "0",
-            "PRME_PACKING__READER_LAYOUT": "ranked",
-        },
-    ),
+    ("rrf_k_60", "rrf_k 60 instead of 20", RRF_K_60),
+    ("plain", "profile plain", PLAIN),
+    # The first release: no technique of the profiles but the current-state recency boost
+    # (it predates them), a fixed limit of 10 and rrf_k 60.
+    ("all_off", "all off (the starting point)", {**PLAIN, **FILL_OFF, **RRF_K_60, **RECENCY_ON}),
 ]
 
 

@@ -771,7 +771,7 @@ def main() -> None:
             "token_budget": TOKEN_BUDGET,
             "top_k": TOP_K,
             "reference_time": None,
-            "engine_config": settings.engine_config().model_dump(mode="json"),
+            "engine_config": settings.engine.model_dump(mode="json"),
         },
         **report(runs),
         "wall_s": time.perf_counter() - started,

@@ -94,7 +94,7 @@ def open_embedded_from_settings(
         data_dir or settings.data_dir,
         embedder=build_embedder(settings),
         extractor=build_extractor(settings),
-        config=settings.engine_config(),
+        config=settings.engine,
         synchronous=settings.sqlite_synchronous,
     )
 

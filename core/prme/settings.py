@@ -1,18 +1,25 @@
 """Process settings, read once by each composition root from `PRME_*` environment variables.
 
-Nested groups use a double underscore: `PRME_SCORING__RRF_K=60`. The CDK stack reads the
-names below so the deployed environment and the code cannot drift.
+Nested groups use a double underscore: `PRME_SCORING__RRF_K=60`. The engine's settings
+(`Settings.engine`) keep their own names, without an `ENGINE__` part: `PRME_RETRIEVAL_PROFILE`,
+`PRME_VECTOR_TEXT`, `PRME_SCORING__RRF_K`. The CDK stack reads the names below so the
+deployed environment and the code cannot drift.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, create_model, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
-from prme.engine.config import EngineConfig, PackingConfig, RetrievalConfig, ScoringConfig
+from prme.engine.config import EngineConfig
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
@@ -35,6 +42,46 @@ def embedding_dimension(
     if embedder == "bedrock":
         return bedrock_dimension
     return _FIXED_DIMENSIONS[embedder]
+
+
+# The engine settings a process reads from its environment (the others keep their defaults).
+ENGINE_SETTINGS = (
+    "retrieval_profile",
+    "scoring",
+    "packing",
+    "retrieval",
+    # What the vector channel embeds, how a record's own vector is made, and the weight of
+    # the session's previous record in it: changing any of them needs a reindex.
+    "vector_text",
+    "vector_segments",
+    "vector_session_context",
+)
+
+# The engine settings as the environment holds them: EngineConfig's fields and types, read
+# under the settings' prefix; EngineConfig then validates them and fills in the rest.
+_EngineEnvironment = create_model(  # type: ignore[call-overload]
+    "_EngineEnvironment",
+    __base__=BaseSettings,
+    **{name: (EngineConfig.model_fields[name].annotation, None) for name in ENGINE_SETTINGS},
+)
+
+
+class _EnvironmentSource(EnvSettingsSource):
+    """The environment, with the engine's settings under their own names rather than
+    `PRME_ENGINE__...`: the names deployments and documents have always used."""
+
+    def __call__(self) -> dict[str, Any]:
+        values = super().__call__()
+        values.pop("engine", None)
+        engine = EnvSettingsSource(
+            _EngineEnvironment,
+            case_sensitive=self.case_sensitive,
+            env_prefix=self.env_prefix,
+            env_nested_delimiter=self.env_nested_delimiter,
+        )()
+        if engine:
+            values["engine"] = engine
+        return values
 
 
 class Settings(BaseSettings):
@@ -97,17 +144,24 @@ class Settings(BaseSettings):
     # failed). On AWS the maintenance function also waits until the work's queue could no
     # longer be delivering it (functions/maintenance.py).
     work_overdue_seconds: int = Field(default=120, ge=1)
-    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
-    packing: PackingConfig = Field(default_factory=PackingConfig)
-    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
-    # What the vector channel embeds (EngineConfig.vector_text); changing it needs a reindex.
-    vector_text: Literal["speaker_then_content", "content"] = "speaker_then_content"
-    # Weight of the session's previous record in each record's vector
-    # (EngineConfig.vector_session_context; 0 turns it off); changing it needs a reindex.
-    vector_session_context: float = Field(default=0.6, ge=0.0, le=4.0)
-    # A record's own vector: the mean of its sentences' vectors, or the whole text's
-    # (EngineConfig.vector_segments); changing it needs a reindex.
-    vector_segments: Literal["sentences", "whole"] = "sentences"
+    # Read from the `ENGINE_SETTINGS` variables (see `_EnvironmentSource`).
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,  # noqa: ARG003 (replaced, see below)
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            _EnvironmentSource(settings_cls),
+            dotenv_settings,
+            file_secret_settings,
+        )
 
     @field_validator("opensearch_auth", mode="before")
     @classmethod
@@ -122,10 +176,20 @@ class Settings(BaseSettings):
 
     @classmethod
     def env_name(cls, field: str) -> str:
-        """The environment variable of a top-level field; the CDK stack uses this, never a literal."""
-        if field not in cls.model_fields:
+        """The environment variable of a top-level field or an engine setting, or of a field
+        of one of their groups by its dotted path (`scoring.rrf_k`); the CDK stack and the
+        ablation benchmark use this, never a literal."""
+        head, *rest = field.split(".")
+        if head == "engine" or (head not in cls.model_fields and head not in ENGINE_SETTINGS):
             raise KeyError(f"no setting named {field!r}")
-        return f"{ENV_PREFIX}{field.upper()}"
+        return ENV_PREFIX + "__".join(part.upper() for part in (head, *rest))
+
+    @classmethod
+    def env_names(cls) -> set[str]:
+        """The variable of every top-level field and engine setting (groups read nested
+        names below theirs, e.g. `PRME_SCORING__RRF_K`)."""
+        fields = [name for name in cls.model_fields if name != "engine"]
+        return {cls.env_name(name) for name in (*fields, *ENGINE_SETTINGS)}
 
     @field_validator("bedrock_embedding_dimension")
     @classmethod
@@ -137,13 +201,3 @@ class Settings(BaseSettings):
     @property
     def embedding_dimension(self) -> int:
         return embedding_dimension(self.embedder, self.bedrock_embedding_dimension)
-
-    def engine_config(self) -> EngineConfig:
-        return EngineConfig(
-            scoring=self.scoring,
-            packing=self.packing,
-            retrieval=self.retrieval,
-            vector_text=self.vector_text,
-            vector_session_context=self.vector_session_context,
-            vector_segments=self.vector_segments,
-        )

@@ -83,9 +83,9 @@ def test_without_predecessor_or_weight_the_own_vector_is_kept() -> None:
 def test_the_weight_is_a_validated_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings.env_name("vector_session_context") == "PRME_VECTOR_SESSION_CONTEXT"
     monkeypatch.delenv("PRME_VECTOR_SESSION_CONTEXT", raising=False)
-    assert Settings().engine_config().vector_session_context == 0.6
+    assert Settings().engine.vector_session_context == 0.6
     monkeypatch.setenv("PRME_VECTOR_SESSION_CONTEXT", "0")
-    assert Settings().engine_config().vector_session_context == 0.0
+    assert Settings().engine.vector_session_context == 0.0
     for bad in ("-0.1", "4.5"):
         monkeypatch.setenv("PRME_VECTOR_SESSION_CONTEXT", bad)
         with pytest.raises(ValueError, match="vector_session_context"):

@@ -1,13 +1,23 @@
-"""Engine configuration: plain models the composition root fills from settings."""
+"""Engine configuration: plain models the composition root fills from settings.
+
+The retrieval techniques' settings take their defaults from the named retrieval profile
+(retrieval/profiles.py); the defaults declared here are the `conversation` profile's.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prme.model.enums import NodeType
 from prme.model.inputs import DEFAULT_NODE_TYPE
+from prme.retrieval.profiles import (
+    DEFAULT_PROFILE,
+    PROFILE_NAMES,
+    ProfileName,
+    profile_settings,
+)
 
 DEFAULT_TTL_DAYS: dict[NodeType, int | None] = {
     NodeType.ENTITY: None,
@@ -68,6 +78,9 @@ class RetrievalConfig(BaseModel):
 class EngineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Which retrieval techniques are on by default (retrieval/profiles.py); a technique's
+    # setting given here explicitly overrides the profile.
+    retrieval_profile: ProfileName = DEFAULT_PROFILE
     default_node_type: NodeType = DEFAULT_NODE_TYPE
     default_ttl_days: dict[NodeType, int | None] = Field(
         default_factory=lambda: dict(DEFAULT_TTL_DAYS)
@@ -85,3 +98,33 @@ class EngineConfig(BaseModel):
     vector_segments: Literal["sentences", "whole"] = "sentences"
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_defaults(cls, data: Any) -> Any:
+        """Fill every technique setting the caller did not give with its profile's value."""
+        if not isinstance(data, dict):
+            return data
+        profile = data.get("retrieval_profile", DEFAULT_PROFILE)
+        if profile not in PROFILE_NAMES:
+            return data  # the field's own validation names the error
+        filled = dict(data)
+        for path, value in profile_settings(profile).items():
+            group, _, name = path.rpartition(".")
+            if not group:
+                filled.setdefault(name, value)
+            else:
+                filled[group] = _default_in_group(filled.get(group), name, value)
+        return filled
+
+
+def _default_in_group(group: object, name: str, value: object) -> object:
+    """`group` (absent, a dict of given values, or a config model) with `name` defaulting to
+    `value`: a model keeps the fields it was built with and takes `value` for the others."""
+    if group is None:
+        return {name: value}
+    if isinstance(group, dict):
+        return {name: value, **group}
+    if isinstance(group, BaseModel) and name not in group.model_fields_set:
+        return group.model_copy(update={name: value})
+    return group

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any
 
 from prme.engine.deadlines import share_of_deadline
@@ -21,7 +21,14 @@ from prme.model.inputs import RetrieveInput
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, MemoryNode, OwnerKey
 from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
-from prme.retrieval.fusion import FusedCandidate, FusionConfig, FusionInput, fuse
+from prme.retrieval.fusion import (
+    FusedCandidate,
+    FusionConfig,
+    FusionInput,
+    context_scores,
+    fuse,
+    query_features,
+)
 from prme.retrieval.packing import PackedContext, pack_context
 from prme.retrieval.query_analysis import (
     asks_for_current_state,
@@ -196,7 +203,7 @@ def retrieve_memories(
                 nid,
                 candidates.ranks[nid],
                 node.effective_time.timestamp(),
-                _query_features(node, named, periods),
+                query_features(node.speaker, node.effective_time, named, periods),
                 node.session_id,
             )
             for nid, node in candidates.nodes.items()
@@ -266,8 +273,10 @@ def retrieve_memories(
             )
     bundle = _bundle(request, budget, selection, packed)
     decay = config.packing.session_context_rank_fusion_score_decay
-    context_scores = _context_scores(context, fused, candidates, decay)
-    results = _results(selection, fused, candidates, context_scores)
+    scores_of_context = context_scores(
+        context.anchor_of, context.fetched, fused, candidates.semantic, decay
+    )
+    results = _results(selection, fused, candidates, scores_of_context)
 
     receipt = RetrievalReceipt(
         schema_version=(
@@ -282,6 +291,7 @@ def retrieve_memories(
         query_sha256=sha256_text(request.query),
         reference_time=request.reference_time or now,
         config=ReceiptConfig(
+            retrieval_profile=config.retrieval_profile,
             fusion=fusion_config,
             mode=(request.mode or RetrievalMode.DEFAULT).value,
             limit=limit,
@@ -335,7 +345,7 @@ def retrieve_memories(
         owner,
         receipt,
         candidate_rows=_receipt_candidate_rows(fused, candidates, selection)
-        + _context_rows(context, selection, context_scores, decay),
+        + _context_rows(context, selection, scores_of_context, decay),
     )
     finished = time.perf_counter()
     metrics = RetrievalMetrics(
@@ -367,20 +377,6 @@ def retrieve_memories(
         metrics=metrics,
         size_limit=size_limit,
     )
-
-
-def _query_features(
-    node: MemoryNode, named: set[str], periods: list[tuple[date, date]]
-) -> dict[str, float]:
-    """What the query says about this candidate; saved in the receipt, read by fusion."""
-    features: dict[str, float] = {}
-    if node.speaker in named:
-        features["speaker_named"] = 1.0
-    if periods:
-        day = node.effective_time.astimezone(UTC).date()
-        if any(start <= day < end for start, end in periods):
-            features["time_mentioned"] = 1.0
-    return features
 
 
 def save_receipt(
@@ -441,15 +437,23 @@ def _bundle(
     )
 
 
+# The fields a result copies from its node as they are: all but those computed here.
+_FIELDS_FROM_NODE = tuple(
+    name
+    for name in RetrievalResult.model_fields
+    if name not in {"node_id", "score", "semantic_relevance", "evidence_refs"}
+)
+
+
 def _results(
     selection: Selection,
     fused: list[FusedCandidate],
     candidates: Candidates,
-    context_scores: dict[str, tuple[float, float | None]],
+    scores_of_context: dict[str, tuple[float, float | None]],
 ) -> list[RetrievalResult]:
     score_by_id = {c.node_id: c.score for c in fused}
     semantic = dict(candidates.semantic)
-    for node_id, (score, cosine) in context_scores.items():
+    for node_id, (score, cosine) in scores_of_context.items():
         score_by_id[node_id] = score
         if cosine is not None:
             semantic[node_id] = cosine
@@ -457,55 +461,26 @@ def _results(
     return [
         RetrievalResult.model_construct(
             node_id=node.id,
-            content=node.content,
             score=score_by_id[node.id],
             semantic_relevance=semantic.get(node.id),
-            node_type=node.node_type,
-            lifecycle_state=node.lifecycle_state,
-            confidence=node.confidence,
-            salience=node.salience,
-            epistemic_type=node.epistemic_type,
-            source_type=node.source_type,
-            scope=node.scope,
-            session_id=node.session_id,
-            speaker=node.speaker,
-            event_time=node.event_time,
-            valid_from=node.valid_from,
-            valid_to=node.valid_to,
             evidence_refs=list(node.evidence_refs),
-            metadata=node.metadata,
+            **{name: getattr(node, name) for name in _FIELDS_FROM_NODE},
         )
         for node in selection.selected
     ]
 
 
-def _context_scores(
-    context: SessionContext,
-    fused: list[FusedCandidate],
-    candidates: Candidates,
-    decay: float,
-) -> dict[str, tuple[float, float | None]]:
-    """A record that entered only as session context scores its anchor's score times
-    `decay`, and its semantic relevance is its anchor's (the memory that pulled it in)."""
-    score_by_id = {c.node_id: c.score for c in fused}
-    return {
-        node_id: (score_by_id.get(anchor, 0.0) * decay, candidates.semantic.get(anchor))
-        for node_id, anchor in context.anchor_of.items()
-        if node_id in context.fetched
-    }
-
-
 def _context_rows(
     context: SessionContext,
     selection: Selection,
-    context_scores: dict[str, tuple[float, float | None]],
+    scores_of_context: dict[str, tuple[float, float | None]],
     decay: float,
 ) -> list[dict[str, Any]]:
     """Receipt rows for the records read only as session context (not fused)."""
     rows: list[dict[str, Any]] = []
     for node_id, node in context.fetched.items():
         anchor = context.anchor_of[node_id]
-        score, cosine = context_scores[node_id]
+        score, cosine = scores_of_context[node_id]
         rows.append(
             {
                 "node_id": node_id,

@@ -1,8 +1,11 @@
-"""Reciprocal rank fusion, query-dependent adjustments, and an event-time tie-break.
+"""Fusion owns how candidates are scored: reciprocal rank fusion, the named adjustment
+steps, the scores of session-context records, and an event-time tie-break.
 
-The score of a candidate is its RRF score, then in order: the named-speaker boost, the
-mentioned-date boost, the session-neighbour term (a share of the best base score among the candidates said just
-before or after it in the same session), and the recency boost for current-state queries.
+The score of a candidate is its RRF score, then each step of `FUSION_STEPS` its config
+enables, in order: the named-speaker boost, the mentioned-date boost, the session-neighbour
+term (a share of the best base score among the candidates said just before or after it in
+the same session), and the recency boost for current-state queries. The retrieval profile
+(retrieval/profiles.py) decides which steps a live retrieval's config enables.
 
 Live retrieval and receipt replay both call `fuse`, so a replay recomputes exactly the
 arithmetic that produced the saved order.
@@ -10,10 +13,15 @@ arithmetic that produced the saved order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 
 from pydantic import BaseModel, ConfigDict
+
+# Query-dependent facts about a candidate, read by the boost steps and saved in receipts.
+SPEAKER_NAMED = "speaker_named"
+TIME_MENTIONED = "time_mentioned"
 
 
 class FusionConfig(BaseModel):
@@ -75,8 +83,50 @@ class FusedCandidate:
         }
 
 
+@dataclass(frozen=True)
+class FusionStep:
+    """One named adjustment of the fused scores, applied after RRF when `enabled`."""
+
+    name: str
+    enabled: Callable[[FusionConfig], bool]
+    apply: Callable[[list[FusedCandidate], FusionConfig], None]
+
+
+# In the order they apply; the profiles module names each one as a technique.
+FUSION_STEPS: tuple[FusionStep, ...] = (
+    FusionStep(
+        "speaker_boost",
+        lambda config: config.speaker_boost > 0,
+        lambda fused, config: _apply_feature_boost(fused, SPEAKER_NAMED, config.speaker_boost),
+    ),
+    FusionStep(
+        "time_mention_boost",
+        lambda config: config.time_mention_boost > 0,
+        lambda fused, config: _apply_feature_boost(
+            fused, TIME_MENTIONED, config.time_mention_boost
+        ),
+    ),
+    FusionStep(
+        "session_neighbours",
+        lambda config: config.session_neighbour_weight > 0 and config.session_neighbour_span > 0,
+        lambda fused, config: _add_session_neighbours(
+            fused, config.session_neighbour_weight, config.session_neighbour_span
+        ),
+    ),
+    FusionStep(
+        "current_state_recency",
+        lambda config: config.current_state and config.recency_boost > 0,
+        lambda fused, config: _apply_recency_boost(fused, config.recency_boost),
+    ),
+)
+
+
+def enabled_steps(config: FusionConfig) -> list[FusionStep]:
+    return [step for step in FUSION_STEPS if step.enabled(config)]
+
+
 def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedCandidate]:
-    """Score and order candidates: sum of 1/(k + rank) over channels, then the recency boost."""
+    """Score and order candidates: sum of 1/(k + rank) over channels, then the enabled steps."""
     fused = [
         FusedCandidate(
             node_id=c.node_id,
@@ -91,20 +141,45 @@ def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedC
     ]
     for candidate in fused:
         candidate.score = candidate.rrf_score
-    for feature, boost in (
-        ("speaker_named", config.speaker_boost),
-        ("time_mentioned", config.time_mention_boost),
-    ):
-        if boost > 0:
-            _apply_feature_boost(fused, feature, boost)
-    if config.session_neighbour_weight > 0 and config.session_neighbour_span > 0:
-        _add_session_neighbours(
-            fused, config.session_neighbour_weight, config.session_neighbour_span
-        )
-    if config.current_state and config.recency_boost > 0:
-        _apply_recency_boost(fused, config.recency_boost)
+    for step in enabled_steps(config):
+        step.apply(fused, config)
     fused.sort(key=lambda c: _order_key(c, config))
     return fused
+
+
+def query_features(
+    speaker: str | None,
+    when: datetime,
+    named: set[str],
+    periods: Sequence[tuple[date, date]],
+) -> dict[str, float]:
+    """What the query says about a candidate (said by `speaker` at `when`): whether it names
+    the speaker, whether it names a period the candidate was said in."""
+    features: dict[str, float] = {}
+    if speaker in named:
+        features[SPEAKER_NAMED] = 1.0
+    if periods:
+        day = when.astimezone(UTC).date()
+        if any(start <= day < end for start, end in periods):
+            features[TIME_MENTIONED] = 1.0
+    return features
+
+
+def context_scores(
+    anchor_of: Mapping[str, str],
+    fetched: Container[str],
+    fused: Sequence[FusedCandidate],
+    semantic: Mapping[str, float],
+    decay: float,
+) -> dict[str, tuple[float, float | None]]:
+    """A record that entered only as session context (`fetched`) scores its anchor's score
+    times `decay`, and its semantic relevance is its anchor's (the memory that pulled it in)."""
+    score_by_id = {c.node_id: c.score for c in fused}
+    return {
+        node_id: (score_by_id.get(anchor, 0.0) * decay, semantic.get(anchor))
+        for node_id, anchor in anchor_of.items()
+        if node_id in fetched
+    }
 
 
 def _apply_feature_boost(fused: list[FusedCandidate], feature: str, boost: float) -> None:

@@ -62,6 +62,12 @@ class ReceiptConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    retrieval_profile: str | None = Field(
+        default=None,
+        description="The retrieval profile whose techniques were on unless a setting overrode "
+        "one (each technique's own setting is saved here too); null in receipts saved before "
+        "profiles",
+    )
     fusion: FusionConfig = Field(description="The fusion settings, enough to replay the ranking")
     mode: str = Field(description="default or explicit")
     limit: int = Field(description="The result limit applied")

@@ -99,7 +99,7 @@ def open_aws(
         embedder=embedder,
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
-        config=config or settings.engine_config(),
+        config=config or settings.engine,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
