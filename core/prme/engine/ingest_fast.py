@@ -52,16 +52,14 @@ def build_ingest_commit(
         for item in request.items
     )
     work = tuple(
-        WorkItem(
-            id=deps.ids(),
-            tenant_id=owner.tenant_id,
-            owner_id=owner.owner_id,
-            kind=WorkKind.MATERIALIZE_EVENT,
+        WorkItem.queued(
+            WorkKind.MATERIALIZE_EVENT,
+            work_id=deps.ids(),
+            owner=owner,
             event_id=event.id,
             # The node id is chosen now so that any number of passes build the same node.
             node_id=deps.ids(),
-            created_at=now,
-            updated_at=now,
+            now=now,
         )
         for event in events
     )

@@ -12,11 +12,12 @@ from pydantic import BaseModel
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record, request_digest
-from prme.engine.materialize import index_nodes
+from prme.engine.indexing import index_nodes
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
+from prme.engine.work_retry import after_failed_attempt
 from prme.errors import ConflictError, PrmeError
-from prme.model.enums import NodeType, ProcessingStatus, WorkKind, WorkStatus
+from prme.model.enums import NodeType, ProcessingStatus, WorkKind
 from prme.model.inputs import StoreInput
 from prme.model.records import (
     VALUE_BINDINGS_METADATA_KEY,
@@ -100,15 +101,13 @@ def build_store_commit(
             "node": node.model_dump(mode="json"),
         },
     )
-    work = WorkItem(
-        id=deps.ids(),
-        tenant_id=owner.tenant_id,
-        owner_id=owner.owner_id,
-        kind=WorkKind.INDEX_NODE,
+    work = WorkItem.queued(
+        WorkKind.INDEX_NODE,
+        work_id=deps.ids(),
+        owner=owner,
         event_id=event.id,
         node_id=node.id,
-        created_at=now,
-        updated_at=now,
+        now=now,
     )
     record = None
     if idempotency is not None:
@@ -124,16 +123,13 @@ def alias_scan_work(
     """A pending alias scan of the node's owner, left for the maintenance pass.
 
     Its own work family: it never counts in a source's processing or extraction status."""
-    now = deps.clock.now()
-    return WorkItem(
-        id=work_id or deps.ids(),
-        tenant_id=node.tenant_id,
-        owner_id=node.owner_id,
-        kind=WorkKind.ALIAS_SCAN,
+    return WorkItem.queued(
+        WorkKind.ALIAS_SCAN,
+        work_id=work_id or deps.ids(),
+        owner=OwnerKey(tenant_id=node.tenant_id, owner_id=node.owner_id),
         event_id=event_id,
         node_id=node.id,
-        created_at=now,
-        updated_at=now,
+        now=deps.clock.now(),
     )
 
 
@@ -184,14 +180,12 @@ def store_memory(
     # document without a node, which retrieval drops because it reads nodes from the ledger.
     with share_of_deadline(INDEX_SHARE_OF_DEADLINE):
         failure = index_nodes(deps, [commit.node])
+    indexed = deps.clock.now()
     if failure is None:
-        commit = commit.model_copy(
-            update={"work": commit.work.model_copy(update={"status": WorkStatus.DONE})}
-        )
+        work = commit.work.succeeded(indexed)
     else:
-        commit = commit.model_copy(
-            update={"work": commit.work.model_copy(update={"attempts": 1, "last_error": failure})}
-        )
+        work = after_failed_attempt(commit.work, failure, indexed)
+    commit = commit.model_copy(update={"work": work})
     try:
         deps.ledger.commit_store(commit)
     except ConflictError:
