@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from prme.errors import ConflictError
 from prme.model.canonical import checksum
 from prme.model.records import IdempotencyRecord, OwnerKey
+from prme.ports import Ledger
 
 IDEMPOTENCY_TTL = timedelta(days=7)
 
@@ -24,6 +25,23 @@ def request_digest(operation: str, request: BaseModel) -> str:
     return checksum(
         {"operation": operation, "request": request.model_dump(mode="json", exclude_unset=True)}
     )
+
+
+def key_binding(key: str | None, operation: str, request: BaseModel) -> tuple[str, str] | None:
+    """The key with the digest of the request it binds; None when the caller sent no key."""
+    return (key, request_digest(operation, request)) if key else None
+
+
+def saved_result(
+    ledger: Ledger, owner: OwnerKey, operation: str, binding: tuple[str, str] | None
+) -> dict[str, Any] | None:
+    """The result saved under the key for this very request; None when there is none (or no
+    key). Raises ConflictError when the key was used for another request."""
+    if binding is None:
+        return None
+    key, digest = binding
+    saved = ledger.get_idempotency(owner, operation, key)
+    return None if saved is None else check_replay(saved, operation, digest)
 
 
 def new_record(

@@ -17,32 +17,24 @@ from prme.engine.reads import summarize_work
 from prme.engine.store import StoreResult, store_memory
 from prme.errors import PrmeError, ProcessingIncompleteError
 from prme.model.enums import ProcessingStatus, WorkKind, WorkStatus
-from prme.model.inputs import IngestInput, StoreInput
+from prme.model.inputs import IngestInput, SourceInput, StoreInput
 from prme.model.records import OwnerKey, StoreCommit, WorkItem
 
 INGEST_OPERATION = "ingest"
 
 
 @dataclass(frozen=True)
-class IngestResult:
-    event_id: str
-    node_id: str | None
-    processing_status: ProcessingStatus
+class IngestResult(StoreResult):
+    """What a direct store answers, and how far the message's extraction got."""
+
     extraction_status: ProcessingStatus
 
 
 def ingest_message(
     deps: EngineDeps, owner: OwnerKey, request: IngestInput, idempotency_key: str | None = None
 ) -> IngestResult:
-    raw = StoreInput(
-        content=request.content,
-        role=request.role,
-        speaker=request.speaker,
-        session_id=request.session_id,
-        scope=request.scope,
-        metadata=request.metadata,
-        event_time=request.event_time,
-    )
+    # The message is kept as a direct store of its source fields would keep it.
+    raw = StoreInput(**request.model_dump(include=set(SourceInput.model_fields)))
 
     def extraction_work(commit: StoreCommit) -> tuple[WorkItem, ...]:
         return (

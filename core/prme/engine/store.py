@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
-from prme.engine.idempotency import check_replay, new_record, request_digest
+from prme.engine.idempotency import key_binding, new_record, saved_result
 from prme.engine.indexing import index_nodes
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
@@ -62,18 +62,7 @@ def build_store_commit(
     metadata = dict(request.metadata or {})
     if request.value_bindings:
         metadata[VALUE_BINDINGS_METADATA_KEY] = bindings_to_metadata(request.value_bindings)
-    event = new_event(
-        deps,
-        owner,
-        content=request.content,
-        role=request.role,
-        speaker=request.speaker,
-        session_id=request.session_id,
-        scope=request.scope,
-        event_time=request.event_time,
-        metadata=metadata,
-        now=now,
-    )
+    event = new_event(deps, owner, request, now=now, metadata=metadata)
     node = node_from_event(
         deps,
         event,
@@ -158,18 +147,11 @@ def store_memory(
 ) -> StoreResult:
     """Admit a source and its direct node. `operation`, `digest_of` and `extra_work` let
     other write routes (ingest) reuse this path with their own key scope and work."""
-    digest = request_digest(operation, digest_of or request) if idempotency_key else None
-    if idempotency_key and digest:
-        saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
-        if saved is not None:
-            return _replayed(deps, owner, check_replay(saved, operation, digest))
-    commit = build_store_commit(
-        deps,
-        owner,
-        request,
-        idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
-        operation=operation,
-    )
+    binding = key_binding(idempotency_key, operation, digest_of or request)
+    replay = saved_result(deps.ledger, owner, operation, binding)
+    if replay is not None:
+        return _replayed(deps, owner, replay)
+    commit = build_store_commit(deps, owner, request, idempotency=binding, operation=operation)
     extras = extra_work(commit) if extra_work is not None else ()
     if commit.node.node_type is NodeType.ENTITY:
         extras = (*extras, alias_scan_work(deps, commit.node, event_id=commit.event.id))
@@ -190,12 +172,10 @@ def store_memory(
         deps.ledger.commit_store(commit)
     except ConflictError:
         # A concurrent request with the same key committed first: answer as it did.
-        if not (idempotency_key and digest):
+        replay = saved_result(deps.ledger, owner, operation, binding)
+        if replay is None:
             raise
-        saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
-        if saved is None:
-            raise
-        return _replayed(deps, owner, check_replay(saved, operation, digest))
+        return _replayed(deps, owner, replay)
     # Acknowledged from here on.
     if failure is None:
         status = ProcessingStatus.COMPLETED

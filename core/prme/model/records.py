@@ -57,14 +57,14 @@ class Event(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property
-    def speaker(self) -> str | None:
-        value = self.metadata.get(SPEAKER_METADATA_KEY)
-        return value if isinstance(value, str) else None
-
-    @property
     def effective_time(self) -> datetime:
         """When it happened if known, else when it was ingested."""
         return self.event_time or self.ingested_at
+
+    @property
+    def speaker(self) -> str | None:
+        value = self.metadata.get(SPEAKER_METADATA_KEY)
+        return value if isinstance(value, str) else None
 
 
 class MemoryNode(BaseModel):
@@ -209,16 +209,9 @@ class WorkItem(BaseModel):
         now: datetime,
     ) -> WorkItem:
         """New pending work, saved in the same write as the record that needs it."""
-        return cls(
-            id=work_id,
-            tenant_id=owner.tenant_id,
-            owner_id=owner.owner_id,
-            kind=kind,
-            event_id=event_id,
-            node_id=node_id,
-            created_at=now,
-            updated_at=now,
-        )
+        stamps = {"created_at": now, "updated_at": now}
+        partition = owner.model_dump()
+        return cls(id=work_id, kind=kind, event_id=event_id, node_id=node_id, **partition, **stamps)
 
     @property
     def owner(self) -> OwnerKey:
