@@ -8,6 +8,7 @@ on another operation or with other input is a conflict (HTTP 409). Records are k
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,6 +43,26 @@ def saved_result(
     key, digest = binding
     saved = ledger.get_idempotency(owner, operation, key)
     return None if saved is None else check_replay(saved, operation, digest)
+
+
+def commit_or_replay(
+    commit: Callable[[], None],
+    ledger: Ledger,
+    owner: OwnerKey,
+    operation: str,
+    binding: tuple[str, str] | None,
+) -> dict[str, Any] | None:
+    """Run `commit`; None once it committed. When it conflicts because a concurrent request
+    with the same key committed first, the result that request saved: the retry answers as
+    the first did. Any other conflict is raised."""
+    try:
+        commit()
+    except ConflictError:
+        replay = saved_result(ledger, owner, operation, binding)
+        if replay is None:
+            raise
+        return replay
+    return None
 
 
 def new_record(

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from prme.engine.deps import EngineDeps
-from prme.engine.idempotency import key_binding, new_record, saved_result
+from prme.engine.idempotency import commit_or_replay, key_binding, new_record, saved_result
 from prme.engine.nodes import new_event
-from prme.errors import ConflictError, PrmeError
+from prme.errors import PrmeError
 from prme.model.enums import WorkKind
 from prme.model.inputs import MAX_FAST_INGEST_ITEMS, FastIngestInput, FastIngestItem
 from prme.model.records import IngestCommit, JournalRecord, OwnerKey, WorkItem
@@ -92,13 +92,14 @@ def ingest_fast(
     if replay is not None:
         return _replayed(replay)
     commit = build_ingest_commit(deps, owner, request, idempotency=binding)
-    try:
-        deps.ledger.commit_ingest(commit)
-    except ConflictError:
-        # A concurrent request with the same key committed first: answer as it did.
-        replay = saved_result(deps.ledger, owner, FAST_INGEST_OPERATION, binding)
-        if replay is None:
-            raise
+    replay = commit_or_replay(
+        lambda: deps.ledger.commit_ingest(commit),
+        deps.ledger,
+        owner,
+        FAST_INGEST_OPERATION,
+        binding,
+    )
+    if replay is not None:
         return _replayed(replay)
     # Announce the work; if this is lost, the sweeper and any processing pass find it.
     with contextlib.suppress(PrmeError):

@@ -11,12 +11,12 @@ from pydantic import BaseModel
 
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
-from prme.engine.idempotency import key_binding, new_record, saved_result
+from prme.engine.idempotency import commit_or_replay, key_binding, new_record, saved_result
 from prme.engine.indexing import index_nodes
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
 from prme.engine.work_retry import after_failed_attempt
-from prme.errors import ConflictError, PrmeError
+from prme.errors import PrmeError
 from prme.model.enums import NodeType, ProcessingStatus, WorkKind
 from prme.model.inputs import StoreInput
 from prme.model.records import (
@@ -168,13 +168,10 @@ def store_memory(
     else:
         work = after_failed_attempt(commit.work, failure, indexed)
     commit = commit.model_copy(update={"work": work})
-    try:
-        deps.ledger.commit_store(commit)
-    except ConflictError:
-        # A concurrent request with the same key committed first: answer as it did.
-        replay = saved_result(deps.ledger, owner, operation, binding)
-        if replay is None:
-            raise
+    replay = commit_or_replay(
+        lambda: deps.ledger.commit_store(commit), deps.ledger, owner, operation, binding
+    )
+    if replay is not None:
         return _replayed(deps, owner, replay)
     # Acknowledged from here on.
     if failure is None:
