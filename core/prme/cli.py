@@ -138,7 +138,7 @@ def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(settings, args.data_dir)
     try:
-        report = backend.engine.process_pending(None, budget_ms=args.budget_ms)
+        report = backend.engine.process_materializations(None, budget_ms=args.budget_ms)
         aliases = backend.engine.propose_aliases(None)
         print(
             f"processed={report.processed} pending={report.pending} failed={report.failed} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -39,6 +39,7 @@ from prme.model.quantities import (
     QuantityQuestionAnswer,
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
+from prme.operations import client_docstring
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.results import RetrievalResponse
 from prme.settings import Settings
@@ -70,6 +71,20 @@ def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
         return model.model_validate({k: v for k, v in fields.items() if v is not UNSET})
     except ValidationError as exc:
         raise InvalidRequestError.from_validation(exc) from None
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _operation(name: str) -> Callable[[_Method], _Method]:
+    """Document a method as the client's form of operation `name`: the table's text, the
+    method's own note, and the descriptions of the request model's fields."""
+
+    def document(method: _Method) -> _Method:
+        method.__doc__ = client_docstring(name, method.__doc__)
+        return method
+
+    return document
 
 
 class MemoryClient:
@@ -104,6 +119,7 @@ class MemoryClient:
     def _owner(self, user_id: str | None) -> OwnerKey:
         return resolve_owner(self._principal, user_id)
 
+    @_operation("store")
     def store(
         self,
         content: str,
@@ -145,6 +161,7 @@ class MemoryClient:
         )
         return self._engine.store(self._owner(user_id), request)
 
+    @_operation("retrieve")
     def retrieve(
         self,
         query: str,
@@ -159,6 +176,7 @@ class MemoryClient:
         filters: dict[str, Any] | None = None,
         reference_time: datetime | str | None = None,
         context_format: Literal["reader", "auditable"] = "reader",
+        ranking_multipliers: dict[str, float] | None = None,
     ) -> RetrievalResponse:
         request = _validated(
             RetrieveInput,
@@ -173,34 +191,45 @@ class MemoryClient:
                 "filters": filters,
                 "reference_time": reference_time,
                 "context_format": context_format,
+                "ranking_multipliers": ranking_multipliers,
             },
         )
         return self._engine.retrieve(self._owner(user_id), request)
 
+    @_operation("get_event")
     def get_event(self, event_id: str, *, user_id: str | None = None) -> Event:
         return self._engine.get_event(self._owner(user_id), event_id)
 
+    @_operation("get_event_nodes")
     def get_event_nodes(self, event_id: str, *, user_id: str | None = None) -> list[MemoryNode]:
-        return self._engine.list_event_nodes(self._owner(user_id), event_id)
+        return self._engine.get_event_nodes(self._owner(user_id), event_id)
 
+    @_operation("get_node")
     def get_node(self, node_id: str, *, user_id: str | None = None) -> MemoryNode:
         return self._engine.get_node(self._owner(user_id), node_id)
 
+    @_operation("get_processing_status")
     def get_processing_status(
         self, event_id: str, *, user_id: str | None = None
     ) -> tuple[ProcessingStatus, list[WorkItem]]:
         return self._engine.get_processing_status(self._owner(user_id), event_id)
 
+    @_operation("get_retrieval_receipt")
     def get_retrieval_receipt(
         self, request_id: str, *, user_id: str | None = None
     ) -> RetrievalReceipt:
-        return self._engine.get_receipt(self._owner(user_id), request_id)
+        return self._engine.get_retrieval_receipt(self._owner(user_id), request_id)
 
-    def process_pending(
+    @_operation("process_materializations")
+    def process_materializations(
         self, *, user_id: str | None = None, budget_ms: int | None = None
     ) -> ProcessingReport:
-        return self._engine.process_pending(self._owner(user_id), budget_ms=budget_ms)
+        return self._engine.process_materializations(self._owner(user_id), budget_ms=budget_ms)
 
+    # The name before the operations table gave every surface one name; kept for callers.
+    process_pending = process_materializations
+
+    @_operation("reindex")
     def reindex(
         self, *, user_id: str | None = None, progress: ReindexProgress | None = None
     ) -> ReindexReport:
@@ -209,6 +238,7 @@ class MemoryClient:
         `progress(done, total)` is called after each batch."""
         return self._engine.reindex(self._owner(user_id), progress=progress)
 
+    @_operation("ingest")
     def ingest(
         self,
         content: str,
@@ -239,6 +269,7 @@ class MemoryClient:
         )
         return self._engine.ingest(self._owner(user_id), request, idempotency_key=idempotency_key)
 
+    @_operation("ingest_fast")
     def ingest_fast(
         self,
         items: Sequence[dict[str, Any]],
@@ -246,37 +277,43 @@ class MemoryClient:
         user_id: str | None = None,
         idempotency_key: str | None = None,
     ) -> FastIngestResult:
-        """Commit an ordered batch of raw sources; call process_pending until none is left."""
+        """Commit an ordered batch of raw sources; call process_materializations until none is left."""
         request = _validated(FastIngestInput, {"items": list(items)})
         return self._engine.ingest_fast(
             self._owner(user_id), request, idempotency_key=idempotency_key
         )
 
+    @_operation("get_extraction_status")
     def get_extraction_status(
         self, event_id: str, *, user_id: str | None = None
     ) -> tuple[ProcessingStatus, list[WorkItem]]:
         return self._engine.get_extraction_status(self._owner(user_id), event_id)
 
+    @_operation("retry_extraction")
     def retry_extraction(
         self, event_id: str, *, user_id: str | None = None
     ) -> tuple[ProcessingStatus, list[WorkItem]]:
         return self._engine.retry_extraction(self._owner(user_id), event_id)
 
+    @_operation("process_extractions")
     def process_extractions(
         self, *, user_id: str | None = None, budget_ms: int | None = None
     ) -> ProcessingReport:
         return self._engine.process_extractions(self._owner(user_id), budget_ms=budget_ms)
 
+    @_operation("promote")
     def promote(
         self, node_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
     ) -> MemoryNode:
         return self._engine.promote(self._owner(user_id), node_id, idempotency_key=idempotency_key)
 
+    @_operation("archive")
     def archive(
         self, node_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
     ) -> MemoryNode:
         return self._engine.archive(self._owner(user_id), node_id, idempotency_key=idempotency_key)
 
+    @_operation("reinforce")
     def reinforce(
         self,
         node_id: str,
@@ -289,6 +326,7 @@ class MemoryClient:
             self._owner(user_id), node_id, evidence_id=evidence_id, idempotency_key=idempotency_key
         )
 
+    @_operation("supersede")
     def supersede(
         self,
         old_node_id: str,
@@ -306,6 +344,7 @@ class MemoryClient:
 
     # -- relevance feedback and answer citations --
 
+    @_operation("record_relevance")
     def record_relevance(
         self,
         request_id: str,
@@ -328,14 +367,17 @@ class MemoryClient:
         )
         return self._engine.record_relevance(self._owner(user_id), request)
 
+    @_operation("get_relevance")
     def get_relevance(self, feedback_id: str, *, user_id: str | None = None) -> RelevanceRecord:
         return self._engine.get_relevance(self._owner(user_id), feedback_id)
 
+    @_operation("list_relevance")
     def list_relevance(
         self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
     ) -> RelevancePage:
         return self._engine.list_relevance(self._owner(user_id), limit=limit, after_id=after_id)
 
+    @_operation("record_answer_citations")
     def record_answer_citations(
         self,
         request_id: str,
@@ -360,11 +402,13 @@ class MemoryClient:
         )
         return self._engine.record_answer_citations(self._owner(user_id), request)
 
+    @_operation("get_answer_citations")
     def get_answer_citations(
         self, citation_id: str, *, user_id: str | None = None
     ) -> AnswerCitationRecord:
         return self._engine.get_answer_citations(self._owner(user_id), citation_id)
 
+    @_operation("list_answer_citations")
     def list_answer_citations(
         self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
     ) -> AnswerCitationPage:
@@ -372,9 +416,11 @@ class MemoryClient:
             self._owner(user_id), limit=limit, after_id=after_id
         )
 
+    @_operation("replay_retrieval")
     def replay_retrieval(self, request_id: str, *, user_id: str | None = None) -> ReplayReport:
-        return self._engine.replay_receipt(self._owner(user_id), request_id)
+        return self._engine.replay_retrieval(self._owner(user_id), request_id)
 
+    @_operation("resolve_tool_arguments")
     def resolve_tool_arguments(
         self, request_id: str, arguments: dict[str, Any], *, user_id: str | None = None
     ) -> ToolArgumentResolution:
@@ -392,10 +438,12 @@ class MemoryClient:
                 f"{field} must be one of {', '.join(allowed)}", field=(field,)
             )
 
+    @_operation("propose_aliases")
     def propose_aliases(self, *, user_id: str | None = None) -> AliasScanReport:
         """Scan this user's entity names and journal new alias proposals (never a merge)."""
         return self._engine.propose_aliases(self._owner(user_id))
 
+    @_operation("list_alias_proposals")
     def list_alias_proposals(
         self,
         *,
@@ -413,6 +461,7 @@ class MemoryClient:
             limit=limit,
         )
 
+    @_operation("review_alias_proposal")
     def review_alias_proposal(
         self,
         proposal_operation_id: str,
@@ -433,10 +482,12 @@ class MemoryClient:
             reason=reason,
         )
 
+    @_operation("get_node_edges")
     def get_node_edges(self, node_id: str, *, user_id: str | None = None) -> list[MemoryEdge]:
-        return self._engine.list_node_edges(self._owner(user_id), node_id)
+        return self._engine.get_node_edges(self._owner(user_id), node_id)
 
     # -- grounded quantity aggregation --
+    @_operation("aggregate_quantities")
     def aggregate_quantities(
         self,
         query: QuantityAggregationQuery | dict[str, Any],
@@ -451,6 +502,7 @@ class MemoryClient:
                 raise InvalidRequestError.from_validation(exc, prefix=("query",)) from None
         return self._engine.aggregate_quantities(self._owner(user_id), query)
 
+    @_operation("aggregate_quantities_text")
     def aggregate_quantities_text(
         self, question: str, *, user_id: str | None = None
     ) -> QuantityQuestionAnswer:

@@ -90,7 +90,7 @@ def test_a_scan_proposes_a_likely_pair_once_with_its_evidence(any_backend: Harne
     assert journal.verify()
     # Advice only: no node changed, nothing links them yet.
     assert {n: h.engine.get_node(ALICE, n) for n in (ibm, full)} == before
-    assert h.engine.list_node_edges(ALICE, ibm) == []
+    assert h.engine.get_node_edges(ALICE, ibm) == []
 
     h.clock.advance(minutes=5)
     again = h.engine.propose_aliases(ALICE)
@@ -132,7 +132,7 @@ def test_owners_and_tenants_never_see_or_review_each_others_proposals(
         with pytest.raises(NotFoundError):
             review(h, item, ACCEPTED, owner=stranger)
         with pytest.raises(NotFoundError):
-            h.engine.list_node_edges(stranger, item.proposal.node_ids[0])
+            h.engine.get_node_edges(stranger, item.proposal.node_ids[0])
     assert only_proposal(h).status is AliasStatus.PENDING
 
 
@@ -155,8 +155,8 @@ def test_accepting_links_both_nodes_with_a_verified_edge_and_keeps_them_active(
     assert accepted.review_journal.id == f"alias_review:{item.proposal_operation_id}"
     assert accepted.review_journal.operation == "alias_review"
     assert accepted.review_journal.verify()
-    [edge] = h.engine.list_node_edges(ALICE, smith)
-    assert h.engine.list_node_edges(ALICE, john) == [edge]
+    [edge] = h.engine.get_node_edges(ALICE, smith)
+    assert h.engine.get_node_edges(ALICE, john) == [edge]
     assert edge.id == accepted.review.edge_id
     assert edge.edge_type == "alias_of"
     assert edge.verified is True
@@ -188,7 +188,7 @@ def test_a_rejection_needs_a_reason_and_creates_no_link(any_backend: Harness) ->
     assert rejected.review is not None
     assert rejected.review.reason == "IBM here is a band, not the company"
     assert rejected.review.edge_id is None
-    assert h.engine.list_node_edges(ALICE, ibm) == []
+    assert h.engine.get_node_edges(ALICE, ibm) == []
     assert h.engine.list_alias_proposals(ALICE, status=AliasStatus.REJECTED) == [rejected]
     # A rejected pair is not proposed again by the next scan.
     entity(h, "Lisbon")
@@ -213,7 +213,7 @@ def test_an_identical_retry_returns_the_first_decision_and_another_one_conflicts
         review(h, item, ACCEPTED, reviewer_id="human:someone-else")
     with pytest.raises(ConflictError):
         review(h, item, ACCEPTED, reason="another reason")
-    assert len(h.engine.list_node_edges(ALICE, node_id)) == 1
+    assert len(h.engine.get_node_edges(ALICE, node_id)) == 1
     assert only_proposal(h) == first
 
 
@@ -238,8 +238,8 @@ def test_accepting_a_pair_whose_node_changed_since_the_scan_is_stale(
         with pytest.raises(StaleAssessmentError) as raised:
             review(h, item, ACCEPTED)
         assert isinstance(raised.value, ConflictError)
-    assert h.engine.list_node_edges(ALICE, ibm) == []
-    assert h.engine.list_node_edges(ALICE, smith) == []
+    assert h.engine.get_node_edges(ALICE, ibm) == []
+    assert h.engine.get_node_edges(ALICE, smith) == []
     assert len(h.engine.list_alias_proposals(ALICE, status=AliasStatus.PENDING)) == 2
 
     # A new scan assesses the promoted node again; the archived one is no longer scanned.
@@ -265,7 +265,7 @@ def test_unknown_proposals_are_not_found(any_backend: Harness) -> None:
                 reason=None,
             )
     with pytest.raises(NotFoundError):
-        h.engine.list_node_edges(ALICE, "6f1c2a52-8e0b-5c1e-9d3a-3b7e2f4a9c10")
+        h.engine.get_node_edges(ALICE, "6f1c2a52-8e0b-5c1e-9d3a-3b7e2f4a9c10")
 
 
 def test_the_limit_applies_after_the_filters_and_is_bounded(any_backend: Harness) -> None:

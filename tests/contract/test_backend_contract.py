@@ -66,7 +66,7 @@ def test_store_then_read_event_nodes_and_status(any_backend: Harness) -> None:
     event = h.engine.get_event(ALICE, result.event_id)
     assert event.content == "I adopted a dog named Rex."
     assert event.event_time is not None and event.event_time.utcoffset() is not None
-    nodes = h.engine.list_event_nodes(ALICE, result.event_id)
+    nodes = h.engine.get_event_nodes(ALICE, result.event_id)
     assert [n.id for n in nodes] == [result.node_id]
     assert nodes[0].session_id == "s1"
     assert nodes[0].event_time == event.event_time
@@ -84,12 +84,12 @@ def test_foreign_ids_read_as_not_found(any_backend: Harness) -> None:
         with pytest.raises(NotFoundError):
             h.engine.get_node(owner, result.node_id)
         with pytest.raises(NotFoundError):
-            h.engine.list_event_nodes(owner, result.event_id)
+            h.engine.get_event_nodes(owner, result.event_id)
         with pytest.raises(NotFoundError):
             h.engine.get_processing_status(owner, result.event_id)
     response = h.engine.retrieve(ALICE, RetrieveInput(query="private note"))
     with pytest.raises(NotFoundError):
-        h.engine.get_receipt(BOB, response.metrics.request_id)
+        h.engine.get_retrieval_receipt(BOB, response.metrics.request_id)
 
 
 def test_tenants_and_owners_never_see_each_other(any_backend: Harness) -> None:
@@ -118,9 +118,9 @@ def test_index_outage_leaves_work_pending_until_next_pass(any_backend: Harness) 
     assert [w.id for w in h.queue.sent] == [
         engine.get_processing_status(ALICE, result.event_id)[1][0].id
     ]
-    assert engine.process_pending(ALICE, budget_ms=0).pending == 1
+    assert engine.process_materializations(ALICE, budget_ms=0).pending == 1
     switch.down = False
-    report = engine.process_pending(ALICE)
+    report = engine.process_materializations(ALICE)
     assert (report.processed, report.pending, report.failed) == (1, 0, 0)
     assert engine.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.COMPLETED
     hits = engine.retrieve(ALICE, RetrieveInput(query="outage")).results
@@ -137,7 +137,7 @@ def test_lost_queue_send_loses_nothing(any_backend: Harness) -> None:
     result = engine.store(ALICE, StoreInput(content="queue send lost"))
     assert result.processing_status is ProcessingStatus.PENDING
     switch.down = False
-    assert engine.process_pending(None).processed == 1
+    assert engine.process_materializations(None).processed == 1
 
 
 def test_ledger_rejects_another_write_of_an_existing_event(any_backend: Harness) -> None:
@@ -195,7 +195,7 @@ def test_index_filters_apply_in_both_channels(any_backend: Harness) -> None:
             {"query": "shared words", "filters": {"exclude_node_types": ["note"]}}
         ),
     )
-    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     assert excluded.node_id not in {c.node_id for c in receipt.candidates}
 
 
@@ -215,7 +215,7 @@ def test_receipts_are_saved_and_replay(any_backend: Harness) -> None:
         store(h, f"concert number {i} in Berlin", event_time=f"202{i}-01-01T00:00:00Z")
     response = h.engine.retrieve(ALICE, RetrieveInput(query="Berlin concert"))
     assert response.metrics.receipt_persisted
-    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     assert receipt.replay_matches()
     assert receipt.returned_node_ids == [r.node_id for r in response.results]
 
@@ -235,7 +235,7 @@ def test_expired_nodes_are_archived_by_maintenance_with_a_journal_record(
     assert h.engine.get_node(ALICE, lasting.node_id).lifecycle_state.value == "tentative"
     assert h.engine.get_event(ALICE, short.event_id).content == "door code 4411 for the week"
     # The index learns the new state through ordinary work.
-    assert h.engine.process_pending(ALICE).processed == 1
+    assert h.engine.process_materializations(ALICE).processed == 1
     explicit = h.engine.retrieve(
         ALICE, RetrieveInput.model_validate({"query": "door code", "mode": "explicit"})
     )

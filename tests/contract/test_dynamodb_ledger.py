@@ -158,7 +158,7 @@ def test_engine_stores_and_processes_on_dynamodb(ledger: DynamoDbLedger) -> None
     assert ledger.count_pending_work(ALICE) == 1
 
     index.available = True
-    engine.process_pending(ALICE)
+    engine.process_materializations(ALICE)
     status, work = engine.get_processing_status(ALICE, result.event_id)
     assert status is ProcessingStatus.COMPLETED
     assert [w.status for w in work] == [WorkStatus.DONE]

@@ -31,18 +31,18 @@ def test_batch_commits_in_order_and_materializes_on_the_next_pass(any_backend: H
         "second pelican sighting",
     ]
     assert h.engine.get_processing_status(ALICE, result.event_ids[0])[0] is ProcessingStatus.PENDING
-    assert h.engine.process_pending(ALICE, budget_ms=0).pending == 2
-    report = h.engine.process_pending(ALICE)
+    assert h.engine.process_materializations(ALICE, budget_ms=0).pending == 2
+    report = h.engine.process_materializations(ALICE)
     assert (report.processed, report.pending, report.failed) == (2, 0, 0)
     for event_id in result.event_ids:
         assert h.engine.get_processing_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED
-        (node,) = h.engine.list_event_nodes(ALICE, event_id)
+        (node,) = h.engine.get_event_nodes(ALICE, event_id)
         assert node.speaker == "Ana"
     hits = h.engine.retrieve(ALICE, RetrieveInput(query="pelican sighting")).results
     assert {r.evidence_refs[0] for r in hits} == set(result.event_ids)
     # A second pass finds nothing left to do and builds no second node.
-    assert h.engine.process_pending(ALICE).processed == 0
-    assert len(h.engine.list_event_nodes(ALICE, result.event_ids[0])) == 1
+    assert h.engine.process_materializations(ALICE).processed == 0
+    assert len(h.engine.get_event_nodes(ALICE, result.event_ids[0])) == 1
 
 
 def test_idempotency_key_replays_ids_and_rejects_changed_input(any_backend: Harness) -> None:
@@ -55,7 +55,7 @@ def test_idempotency_key_replays_ids_and_rejects_changed_input(any_backend: Harn
         h.engine.ingest_fast(ALICE, batch("b", "a"), idempotency_key=key)  # order matters
     other_owner = h.engine.ingest_fast(BOB, batch("a", "b"), idempotency_key=key)
     assert other_owner.event_ids != first.event_ids
-    assert h.engine.process_pending(ALICE, budget_ms=0).pending == 2
+    assert h.engine.process_materializations(ALICE, budget_ms=0).pending == 2
 
 
 @pytest.mark.parametrize(
@@ -82,4 +82,4 @@ def test_largest_batch_fits_one_transaction(any_backend: Harness) -> None:
         ALICE, batch(*contents), idempotency_key="b8c9d0e1-f2a3-4b4c-8d5e-6f708192a3b4"
     )
     assert result.accepted == MAX_FAST_INGEST_ITEMS
-    assert h.engine.process_pending(ALICE, budget_ms=0).pending == MAX_FAST_INGEST_ITEMS
+    assert h.engine.process_materializations(ALICE, budget_ms=0).pending == MAX_FAST_INGEST_ITEMS

@@ -251,7 +251,7 @@ def test_an_empty_citation_list_is_recorded_and_listed(any_backend: Harness) -> 
 def test_saved_receipts_replay_their_ranking(any_backend: Harness) -> None:
     h = any_backend
     seen = expose(h)
-    report = h.engine.replay_receipt(ALICE, seen.request_id)
+    report = h.engine.replay_retrieval(ALICE, seen.request_id)
     assert report.receipt_checksum_valid
     assert report.matches
     assert report.returned_node_ids == [r.node_id for r in seen.response.results]
@@ -259,4 +259,4 @@ def test_saved_receipts_replay_their_ranking(any_backend: Harness) -> None:
     replayed = [n for n in report.replayed_ranking if n in set(report.returned_node_ids)]
     assert replayed == report.returned_node_ids
     with pytest.raises(NotFoundError):
-        h.engine.replay_receipt(BOB, seen.request_id)
+        h.engine.replay_retrieval(BOB, seen.request_id)

@@ -46,7 +46,7 @@ def test_waiting_ingest_extracts_grounded_memories_linked_to_the_source(
     assert result.processing_status is ProcessingStatus.COMPLETED
     assert result.extraction_status is ProcessingStatus.COMPLETED
     assert h.engine.get_event(ALICE, result.event_id).content == MESSAGE
-    nodes = h.engine.list_event_nodes(ALICE, result.event_id)
+    nodes = h.engine.get_event_nodes(ALICE, result.event_id)
     raw = [n for n in nodes if n.id == result.node_id]
     assert raw[0].content == MESSAGE  # the raw message stays retrievable
     assert raw[0].speaker == "Me"
@@ -79,15 +79,15 @@ def test_async_ingest_leaves_extraction_pending_for_a_processing_pass(any_backen
     result = ingest(h)
     assert result.extraction_status is ProcessingStatus.PENDING
     # Materialization passes never run extraction.
-    assert h.engine.process_pending(ALICE).pending == 0
+    assert h.engine.process_materializations(ALICE).pending == 0
     assert h.engine.get_extraction_status(ALICE, result.event_id)[0] is ProcessingStatus.PENDING
     assert h.engine.process_extractions(ALICE, budget_ms=0).pending == 1
     report = h.engine.process_extractions(ALICE)
     assert (report.processed, report.pending, report.failed) == (1, 0, 0)
     assert h.engine.get_extraction_status(ALICE, result.event_id)[0] is ProcessingStatus.COMPLETED
-    before = len(h.engine.list_event_nodes(ALICE, result.event_id))
+    before = len(h.engine.get_event_nodes(ALICE, result.event_id))
     assert h.engine.process_extractions(ALICE).processed == 0
-    assert len(h.engine.list_event_nodes(ALICE, result.event_id)) == before
+    assert len(h.engine.get_event_nodes(ALICE, result.event_id)) == before
 
 
 def test_failed_waiting_extraction_is_a_sanitized_503_receipt_then_retryable(
@@ -136,6 +136,6 @@ def test_index_outage_during_a_waiting_extraction_is_a_503_receipt(any_backend: 
     event_id = raised.value.event_id
     assert engine.get_processing_status(ALICE, event_id)[0] is ProcessingStatus.PENDING
     switch.down = False
-    assert engine.process_pending(ALICE).processed == 1
+    assert engine.process_materializations(ALICE).processed == 1
     assert engine.process_extractions(ALICE).processed == 1
     assert engine.get_extraction_status(ALICE, event_id)[0] is ProcessingStatus.COMPLETED

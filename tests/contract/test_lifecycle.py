@@ -56,7 +56,7 @@ def test_archive_leaves_default_retrieval_and_never_comes_back(any_backend: Harn
     with pytest.raises(InvalidTransitionError):
         h.engine.promote(ALICE, node_id)
     # The index learns the new state through ordinary work.
-    assert h.engine.process_pending(ALICE).processed >= 1
+    assert h.engine.process_materializations(ALICE).processed >= 1
     assert ids(h, "locker combination") == []
 
 

@@ -49,7 +49,7 @@ def totals(result: QuantityAggregation) -> dict[str | None, Decimal]:
 def quantity_node(h: Harness, event_id: str, owner: OwnerKey = ALICE) -> MemoryNode:
     (node,) = [
         n
-        for n in h.engine.list_event_nodes(owner, event_id)
+        for n in h.engine.get_event_nodes(owner, event_id)
         if n.metadata.get(EXTRACTION_METADATA_KEY, {}).get("kind") == "quantity"
     ]
     return node

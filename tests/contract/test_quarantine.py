@@ -82,7 +82,7 @@ def test_an_unreadable_node_fails_only_itself(
     assert [r.node_id for r in results] == [kept.node_id]
     assert len(h.engine.retrieve(BOB, RetrieveInput(query="pelican")).results) == 1
     assert [n.id for n in h.ledger.list_nodes(ALICE)] == [kept.node_id]
-    assert h.engine.list_event_nodes(ALICE, broken.event_id) == []
+    assert h.engine.get_event_nodes(ALICE, broken.event_id) == []
 
     # Asked for by id, it is a clear error naming it, never its content.
     with pytest.raises(CorruptRecordError) as read:
@@ -103,7 +103,7 @@ def test_materialization_of_an_unreadable_event_fails_with_its_reason(backend: P
     (bobs,) = fast(h, BOB, f"bob's {MARKER}")
     backend.poison("event", ALICE, broken, "deep_metadata")
 
-    report = h.engine.process_pending(None)
+    report = h.engine.process_materializations(None)
 
     assert (report.processed, report.failed, report.pending) == (2, 1, 0)
     status, work = h.engine.get_processing_status(ALICE, broken)
@@ -128,7 +128,7 @@ def test_index_work_on_an_unreadable_node_fails_with_its_reason(backend: Poisona
     assert broken.node_id is not None
     backend.poison("node", ALICE, broken.node_id, "invalid_json")
 
-    report = engine.process_pending(None)
+    report = engine.process_materializations(None)
 
     assert (report.processed, report.failed, report.pending) == (1, 1, 0)
     status, work = engine.get_processing_status(ALICE, broken.event_id)
@@ -149,7 +149,7 @@ def test_an_unreadable_work_item_leaves_the_pending_set(backend: Poisonable) -> 
     (item,) = h.engine.get_processing_status(ALICE, broken)[1]
     backend.poison("work", ALICE, item.id, "missing_field")
 
-    report = engine.process_pending(None)
+    report = engine.process_materializations(None)
 
     assert (report.processed, report.pending) == (1, 0)
     assert engine.get_processing_status(BOB, bobs)[0] is ProcessingStatus.COMPLETED
@@ -271,7 +271,7 @@ def test_an_unreadable_journal_record_fails_only_itself(
     assert h.engine.list_alias_proposals(ALICE) == []
     # A read of the damaged record itself answers the fixed, content-free error.
     with pytest.raises(CorruptRecordError) as error:
-        h.engine.get_receipt(ALICE, receipt_id)
+        h.engine.get_retrieval_receipt(ALICE, receipt_id)
     assert_quarantined(error, receipt_id)
     assert MARKER not in caplog.text
 

@@ -136,7 +136,7 @@ def test_the_exchange_around_the_first_result_follows_it(one_anchor: Harness) ->
     top = by_id[ids["question"]]
     assert by_id[ids["answer"]].score == pytest.approx(top.score * 0.6)
 
-    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     saved = RetrievalReceipt.model_validate_json(receipt.model_dump_json())
     assert [(e.node_id, e.anchor) for e in saved.session_context] == [
         (ids["before"], ids["question"]),
@@ -166,12 +166,12 @@ def test_context_respects_filters_limits_and_caps() -> None:
     # An explicit limit keeps its meaning: no context is added.
     limited = fill(h, "observatory", limit=3)
     assert len(limited.results) == 3
-    receipt = h.engine.get_receipt(ALICE, limited.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, limited.metrics.request_id)
     assert receipt.session_context == []
     assert receipt.config.session_context_anchors == 0
     # Nor with a cap.
     capped = fill(h, "observatory", max_per_evidence=1)
-    assert h.engine.get_receipt(ALICE, capped.metrics.request_id).session_context == []
+    assert h.engine.get_retrieval_receipt(ALICE, capped.metrics.request_id).session_context == []
     # Another owner's records are never anyone's context.
     h.engine.store(
         BOB,
@@ -192,7 +192,7 @@ def test_switched_off_the_results_are_the_fused_order() -> None:
     off = memory_harness(EngineConfig(retrieval=RetrievalConfig(session_context_anchors=0)))
     conversation(off)
     response = fill(off, "observatory")
-    receipt = off.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = off.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     assert receipt.session_context == []
     returned = {r.node_id for r in response.results}
     assert [r.node_id for r in response.results] == [

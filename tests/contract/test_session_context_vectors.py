@@ -388,7 +388,7 @@ def test_reindexing_gives_the_same_vector(build: Callable[[float], Harness]) -> 
 
     # A state change re-indexes the reply through ordinary work.
     h.engine.promote(ALICE, reply.id)
-    assert h.engine.process_pending(ALICE).processed == 1
+    assert h.engine.process_materializations(ALICE).processed == 1
     assert_indexed_as(h, reply, expected)
     # Alone, or in a batch with its predecessor, or after it: the same vector every time.
     fresh = h.engine.get_node(ALICE, reply.id)
@@ -445,8 +445,8 @@ def test_fast_ingest_turns_mix_with_the_turn_before_them_in_the_batch(
             }
         ),
     )
-    assert h.engine.process_pending(ALICE).processed == len(turns)
-    nodes = [h.engine.list_event_nodes(ALICE, event_id)[0] for event_id in result.event_ids]
+    assert h.engine.process_materializations(ALICE).processed == len(turns)
+    nodes = [h.engine.get_event_nodes(ALICE, event_id)[0] for event_id in result.event_ids]
 
     # The first of the batch follows the indexed opening; the others follow the batch's
     # previous turn, which is later than anything the index holds.
@@ -473,7 +473,7 @@ def test_a_failed_predecessor_lookup_leaves_the_work_pending(any_backend: Harnes
     status, work = h.engine.get_processing_status(ALICE, result.event_id)
     assert status is ProcessingStatus.PENDING
     assert [w.last_error for w in work] == ["index_unavailable"]
-    assert h.engine.process_pending(ALICE).processed == 1
+    assert h.engine.process_materializations(ALICE).processed == 1
     assert result.node_id is not None
     reply = h.engine.get_node(ALICE, result.node_id)
     (question_node,) = [n for n in h.ledger.list_nodes(ALICE) if n.content == QUESTION]

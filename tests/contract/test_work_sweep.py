@@ -79,7 +79,7 @@ def test_work_done_after_an_announcement_is_left_alone(any_backend: Harness) -> 
     event_id = _ingest_while_the_index_is_down(h)
     h.clock.advance(seconds=OVERDUE_S + 1)
     assert h.engine.sweep_overdue(overdue_seconds=OVERDUE_S).announced == 2
-    assert h.engine.process_pending(ALICE).processed == 1
+    assert h.engine.process_materializations(ALICE).processed == 1
     assert h.engine.process_extractions(ALICE).processed == 1
     for _ in range(MAX_SWEEPS + 1):
         h.clock.advance(seconds=OVERDUE_S + 1)

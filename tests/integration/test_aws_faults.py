@@ -161,6 +161,6 @@ def test_receipt_from_aws_replays(aws_resources: tuple[Any, str, Any, str], owne
             owner, StoreInput(content=f"harbour walk {i}", event_time=f"202{i}-02-02T00:00:00Z")
         )
     response = h.engine.retrieve(owner, RetrieveInput(query="latest harbour walk"))
-    receipt = h.engine.get_receipt(owner, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(owner, response.metrics.request_id)
     assert receipt.replay_matches()
     assert receipt.returned_node_ids == [r.node_id for r in response.results]

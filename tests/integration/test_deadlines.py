@@ -104,7 +104,7 @@ def test_store_on_a_hung_index_commits_pending_in_time_and_completes_later(
     assert timed.elapsed < BUDGET_S + ALLOWANCE_S
     assert h.engine.get_node(ALICE, result.node_id).content == "stored while the index hung"
     # The index answers again: the pending work finishes and the record is found.
-    assert h.engine.process_pending(ALICE).processed == 1
+    assert h.engine.process_materializations(ALICE).processed == 1
     assert h.engine.get_processing_status(ALICE, result.event_id)[0] is ProcessingStatus.COMPLETED
     hits = h.engine.retrieve(ALICE, RetrieveInput(query="index hung")).results
     assert [r.node_id for r in hits] == [result.node_id]

@@ -45,8 +45,8 @@ def test_the_sample_payload_imports_two_events(deployed: Deployed) -> None:
     response = ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
     assert response == {"batchItemFailures": []}
     engine = runtime.backend().engine
-    assert engine.process_pending(ALICE, budget_ms=0).pending == 2
-    assert engine.process_pending(ALICE).processed == 2
+    assert engine.process_materializations(ALICE, budget_ms=0).pending == 2
+    assert engine.process_materializations(ALICE).processed == 2
     assert dead_letters(deployed) == []
 
 
@@ -58,12 +58,12 @@ def test_large_import_is_split_and_redelivery_creates_no_duplicates(deployed: De
         "batchItemFailures": []
     }
     engine = runtime.backend().engine
-    assert engine.process_pending(ALICE, budget_ms=0).pending == 120
+    assert engine.process_materializations(ALICE, budget_ms=0).pending == 120
     # SQS delivers the same message again (at-least-once): nothing new is written.
     assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
         "batchItemFailures": []
     }
-    assert engine.process_pending(ALICE, budget_ms=0).pending == 120
+    assert engine.process_materializations(ALICE, budget_ms=0).pending == 120
 
 
 def test_invalid_messages_go_to_the_dlq_with_a_sanitized_reason(deployed: Deployed) -> None:
@@ -125,7 +125,7 @@ def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deplo
 
     ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
     engine = runtime.backend().engine
-    engine.process_pending(ALICE)
+    engine.process_materializations(ALICE)
     hits = until_searchable(
         lambda: engine.retrieve(ALICE, RetrieveInput(query="Imported note")).results,
         lambda found: len(found) == 2,

@@ -261,7 +261,7 @@ def test_ingest_announces_extraction_on_its_queue_and_the_extractor_runs_it(
     engine = runtime.backend().engine
     assert engine.get_extraction_status(ALICE, body["event_id"])[0] is ProcessingStatus.COMPLETED
     derived = [
-        n for n in engine.list_event_nodes(ALICE, body["event_id"]) if n.id != body["node_id"]
+        n for n in engine.get_event_nodes(ALICE, body["event_id"]) if n.id != body["node_id"]
     ]
     assert derived  # claims, entities or quantities from the message
 

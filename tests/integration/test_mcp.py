@@ -178,7 +178,7 @@ def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
         assert "value_bindings" in tools["memory_store"].input_schema["properties"]
         # What an agent is told a store defaults to is what the engine does.
         node_type = tools["memory_store"].input_schema["properties"]["node_type"]
-        assert f"default {EngineConfig().default_node_type.value}" in node_type["description"]
+        assert f"default {EngineConfig().default_node_type.value}," in node_type["description"]
 
     live_mcp.run(live_mcp.keys["alice"], session)
 

@@ -28,7 +28,7 @@ def test_ingest_fast_ingest_and_lifecycle_through_the_client(client: MemoryClien
         assert ingested.extraction_status is ProcessingStatus.COMPLETED
         fast = client.ingest_fast([{"content": "first"}, {"content": "second"}], user_id="alice")
         assert fast.accepted == 2
-        assert client.process_pending(user_id="alice").processed == 2
+        assert client.process_materializations(user_id="alice").processed == 2
         old = client.store("My gym is FitLab", user_id="alice")
         new = client.store("My gym is now PowerHouse", user_id="alice")
         assert old.node_id is not None

@@ -278,7 +278,7 @@ def test_a_processing_pass_stops_in_time_to_answer_with_its_report() -> None:
     index.down = False
 
     with deadline_scope(1.0):
-        report = engine.process_pending(None)
+        report = engine.process_materializations(None)
 
     # Each owner's batch takes 0.2 s: the pass stopped with most of them still pending,
     # instead of running on past the deadline (8 x 0.2 s).

@@ -28,7 +28,7 @@ def test_a_replay_reports_pending_work_until_it_is_done(harness: Harness) -> Non
     assert again == first
 
     harness.index.available = True  # type: ignore[attr-defined]
-    harness.engine.process_pending(ALICE, budget_ms=5000)
+    harness.engine.process_materializations(ALICE, budget_ms=5000)
     done = harness.engine.store(ALICE, store_input(), idempotency_key="k-1")
     assert (done.event_id, done.node_id) == (first.event_id, first.node_id)
     assert done.processing_status is ProcessingStatus.COMPLETED

@@ -33,7 +33,7 @@ def test_without_a_limit_the_results_fill_the_token_budget(harness: Harness) -> 
     # The results are exactly the records the context holds, best first.
     assert [r.node_id for r in response.results] == packed
     assert response.bundle.tokens_used <= 120
-    receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = harness.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     outcomes = {c.node_id: c.outcome for c in receipt.candidates}
     assert {outcomes[n] for n in packed} == {"returned"}
     assert {outcomes[n] for n in set(ids) - set(packed)} == {"token_budget"}
@@ -49,7 +49,7 @@ def test_a_named_speaker_lifts_their_own_words(harness: Harness) -> None:
     ana = store(harness, text, speaker="Ana", role="participant", event_time=NEWER)
     response = retrieve(harness, "What trip did Ben book?", limit=2)
     assert [r.node_id for r in response.results] == [ben, ana]
-    receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = harness.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     top = receipt.candidates[0]
     assert top.features == {"speaker_named": 1.0}
     assert {"op": "speaker_named", "coefficient": 3.0} in top.score_provenance["adjustments"]
@@ -62,7 +62,7 @@ def test_a_named_speaker_lifts_their_own_words(harness: Harness) -> None:
     plain = memory_harness(EngineConfig(scoring=ScoringConfig(speaker_boost=0.0)))
     store(plain, text, speaker="Ben", role="participant", event_time=OLDER)
     store(plain, text, speaker="Ana", role="participant", event_time=NEWER)
-    unboosted = plain.engine.get_receipt(
+    unboosted = plain.engine.get_retrieval_receipt(
         ALICE, retrieve(plain, "What trip did Ben book?").metrics.request_id
     )
     assert all(
@@ -137,7 +137,7 @@ def test_a_configured_default_limit_and_plain_vector_text_restore_the_first_beha
         store(h, f"Garden note {i}: planted tulip bulbs.")
     response = retrieve(h, "tulip bulbs", token_budget=4096)
     assert len(response.results) == 3
-    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     assert (receipt.config.fill_budget, receipt.config.vector_text) == (False, "content")
     node = h.engine.get_node(ALICE, store(h, "Hello.", speaker="Ana", role="participant"))
     assert vector_text(node, config.vector_text) == "Hello."

@@ -53,7 +53,7 @@ def test_lexical_and_vector_candidates_are_fused(harness: Harness) -> None:
     store(harness, "My sister plays the violin.")
     response = retrieve(harness, "hiking Alps")
     assert response.results[0].node_id == hiking
-    receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = harness.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     top = receipt.candidates[0]
     assert set(top.ranks) == {"vector", "lexical"}
     assert top.score == pytest.approx(1 / 21 + 1 / 21)
@@ -65,7 +65,7 @@ def test_current_state_question_prefers_newer_memories(harness: Harness) -> None
     response = retrieve(harness, "Where do I live now?")
     assert response.metrics.current_state_query is True
     assert [r.node_id for r in response.results[:2]] == [new, old]
-    receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = harness.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     newest = receipt.candidates[0]
     assert newest.score_provenance["adjustments"][0]["op"] == "recency_boost"
 
@@ -135,7 +135,7 @@ def test_min_score_is_skipped_when_the_vector_path_fails() -> None:
     assert response.metrics.backend_failures == ["VECTOR"]
     assert response.metrics.min_score_skipped is True
     assert len(response.results) == 1
-    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     assert receipt.config.min_score_skipped is True
 
 
@@ -250,7 +250,7 @@ def test_folding_can_be_disabled_and_receipt_schema_says_so() -> None:
     store(h, "weekly sync at 10am")
     response = retrieve(h, "weekly sync")
     assert response.bundle.context.count("weekly sync at 10am") == 2
-    receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     assert receipt.schema_version == 19
     assert receipt.config.fold_repeated_text is False
 
@@ -259,7 +259,7 @@ def test_receipt_replays_without_the_store(harness: Harness) -> None:
     for i in range(6):
         store(harness, f"trip {i} to the coast", event_time=f"202{i}-05-01T00:00:00Z")
     response = retrieve(harness, "latest trip to the coast")
-    receipt = harness.engine.get_receipt(ALICE, response.metrics.request_id)
+    receipt = harness.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     saved = RetrievalReceipt.model_validate_json(receipt.model_dump_json())
     assert saved.replay_ranking() == [r.node_id for r in response.results][: len(saved.candidates)]
     assert saved.replay_matches()

@@ -107,7 +107,7 @@ def test_a_reply_that_shares_no_words_with_the_query_rises_with_its_question() -
         response = h.engine.retrieve(
             ALICE, RetrieveInput(query="sourdough bakery saturday", limit=3)
         )
-        receipt = h.engine.get_receipt(ALICE, response.metrics.request_id)
+        receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
         return [r.node_id for r in response.results], receipt
 
     on = memory_harness()

@@ -44,7 +44,7 @@ def store(h: Harness, content: str, when: str) -> str:
 
 def ranked(h: Harness, query: str) -> tuple[list[str], Any]:
     response = h.engine.retrieve(ALICE, RetrieveInput(query=query, limit=5))
-    return [r.node_id for r in response.results], h.engine.get_receipt(
+    return [r.node_id for r in response.results], h.engine.get_retrieval_receipt(
         ALICE, response.metrics.request_id
     )
 

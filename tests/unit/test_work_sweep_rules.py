@@ -55,7 +55,7 @@ def test_a_stale_listing_never_brings_finished_work_back_to_pending() -> None:
     event_id = _pending_ingest(h, stale)
     h.clock.advance(seconds=3600)
     stale.freeze()  # the listing still shows both items pending...
-    assert engine.process_pending(ALICE).processed == 1
+    assert engine.process_materializations(ALICE).processed == 1
     assert engine.process_extractions(ALICE).processed == 1
     # ...when the sweeper reads it right after the workers finished
     report = engine.sweep_overdue(overdue_seconds=60)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from prme.model.enums import NodeType
+from prme.model.inputs import DEFAULT_NODE_TYPE
 
 DEFAULT_TTL_DAYS: dict[NodeType, int | None] = {
     NodeType.ENTITY: None,
@@ -67,7 +68,7 @@ class RetrievalConfig(BaseModel):
 class EngineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    default_node_type: NodeType = NodeType.NOTE
+    default_node_type: NodeType = DEFAULT_NODE_TYPE
     default_ttl_days: dict[NodeType, int | None] = Field(
         default_factory=lambda: dict(DEFAULT_TTL_DAYS)
     )

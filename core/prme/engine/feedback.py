@@ -32,6 +32,7 @@ from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.value_bindings import resolve_tool_arguments
 
 MAX_PAGE = 1000
+DEFAULT_PAGE = 100
 
 _Record = TypeVar("_Record", RelevanceRecord, AnswerCitationRecord)
 
@@ -147,7 +148,7 @@ def get_relevance(deps: EngineDeps, owner: OwnerKey, feedback_id: str) -> Releva
 
 
 def list_relevance(
-    deps: EngineDeps, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+    deps: EngineDeps, owner: OwnerKey, *, limit: int = DEFAULT_PAGE, after_id: str | None = None
 ) -> RelevancePage:
     items, next_after = _page(deps, owner, RELEVANCE, limit=limit, after_id=after_id)
     return RelevancePage(items=items, next_after_id=next_after)
@@ -229,7 +230,7 @@ def get_answer_citations(
 
 
 def list_answer_citations(
-    deps: EngineDeps, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+    deps: EngineDeps, owner: OwnerKey, *, limit: int = DEFAULT_PAGE, after_id: str | None = None
 ) -> AnswerCitationPage:
     items, next_after = _page(deps, owner, CITATIONS, limit=limit, after_id=after_id)
     return AnswerCitationPage(items=items, next_after_id=next_after)

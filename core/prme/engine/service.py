@@ -111,7 +111,7 @@ class MemoryEngine:
     def get_event(self, owner: OwnerKey, event_id: str) -> Event:
         return reads.get_event(self.deps, owner, event_id)
 
-    def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
+    def get_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         return reads.list_event_nodes(self.deps, owner, event_id)
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode:
@@ -122,7 +122,7 @@ class MemoryEngine:
     ) -> tuple[ProcessingStatus, list[WorkItem]]:
         return reads.get_processing_status(self.deps, owner, event_id)
 
-    def get_receipt(self, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
+    def get_retrieval_receipt(self, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
         return reads.get_receipt(self.deps, owner, request_id)
 
     def process_queued(self, refs: Sequence[WorkRef]) -> ProcessingReport:
@@ -171,7 +171,7 @@ class MemoryEngine:
         """Re-announce overdue queued work of every family; fail what stays overdue."""
         return work_dispatch.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
 
-    def process_pending(
+    def process_materializations(
         self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
     ) -> ProcessingReport:
         return work_dispatch.process_pending_work(self.deps, owner, budget_ms=budget_ms)
@@ -209,7 +209,7 @@ class MemoryEngine:
     ) -> AnswerCitationPage:
         return feedback.list_answer_citations(self.deps, owner, limit=limit, after_id=after_id)
 
-    def replay_receipt(self, owner: OwnerKey, request_id: str) -> ReplayReport:
+    def replay_retrieval(self, owner: OwnerKey, request_id: str) -> ReplayReport:
         return feedback.replay_receipt(self.deps, owner, request_id)
 
     def resolve_tool_arguments(
@@ -258,7 +258,7 @@ class MemoryEngine:
             reason=reason,
         )
 
-    def list_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
+    def get_node_edges(self, owner: OwnerKey, node_id: str) -> list[MemoryEdge]:
         return aliases.list_node_edges(self.deps, owner, node_id)
 
     # -- grounded quantity aggregation (engine/quantities.py) --

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from uuid import UUID
 
-from fastapi import Depends, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
 from prme.http.auth import AuthPolicy, authenticate
-from prme.http.schemas import AcceptedErrorResponse, ErrorResponse
+from prme.http.schemas import USER_ID, AcceptedErrorResponse, ErrorResponse
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
+from prme.operations import BY_NAME as OPERATIONS
+from prme.operations import ID_DESCRIPTIONS, IDEMPOTENCY_KEY_DESCRIPTION, Errors
 from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 
@@ -63,22 +67,80 @@ def runtime_of(request: Request) -> ApiRuntime:
     return runtime
 
 
-def principal_of(request: Request) -> Principal:
+# Declares the bearer scheme in the OpenAPI document; `authenticate` reads and checks the header
+# itself (a missing or bad key is our own 401, whatever this parser thinks of it).
+_BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearerAuth",
+    description="An API key: `Authorization: Bearer <key>`. A local server started with no "
+    "active key accepts keyless requests on loopback until the first key exists.",
+)
+
+
+def principal_of(
+    request: Request, _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+) -> Principal:
     runtime = runtime_of(request)
     return authenticate(request, runtime.credentials, runtime.auth)
 
 
 Caller = Annotated[Principal, Depends(principal_of)]
-UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256)]
+UserIdQuery = Annotated[
+    str | None, Query(min_length=1, max_length=256, description=USER_ID.description)
+]
+
+
+def path_id(name: str) -> Any:
+    """The annotation of a path id: a UUID, described once in the operations table."""
+    return Annotated[UUID, Path(description=ID_DESCRIPTIONS[name])]
+
+
+EventIdPath = path_id("event_id")
+NodeIdPath = path_id("node_id")
+RequestIdPath = path_id("request_id")
+ProposalIdPath = path_id("proposal_operation_id")
 IdempotencyKey = Annotated[
-    UUID | None,
-    Header(
-        alias="Idempotency-Key",
-        description="A UUID; a retry with the same key and body returns the first result, "
-        "another body under a used key is 409",
-    ),
+    UUID | None, Header(alias="Idempotency-Key", description=IDEMPOTENCY_KEY_DESCRIPTION)
 ]
 
 
 def key_text(idempotency_key: UUID | None) -> str | None:
     return str(idempotency_key) if idempotency_key is not None else None
+
+
+_ERROR_SETS: dict[Errors, dict[int | str, dict[str, Any]]] = {
+    Errors.BASE: ERRORS,
+    Errors.READ: READ_ERRORS,
+    Errors.WRITE: WRITE_ERRORS,
+}
+
+_Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
+
+
+def served(app: FastAPI, name: str) -> Callable[[_Endpoint], _Endpoint]:
+    """Register the decorated function as the HTTP route of operation `name`: its method, path,
+    models, error responses, tag and texts all come from the operations table."""
+    operation = OPERATIONS[name]
+    route = operation.http
+    if route is None:
+        raise ValueError(f"operation {name} has no HTTP route in the operations table")
+    responses = dict(_ERROR_SETS[route.errors])
+    for status, meaning in route.extra_errors.items():
+        responses[status] = {"model": ErrorResponse, "description": meaning}
+
+    def register(endpoint: _Endpoint) -> _Endpoint:
+        app.add_api_route(
+            route.path,
+            endpoint,
+            methods=[route.method],
+            response_model=operation.response,
+            responses=responses,
+            summary=operation.summary,
+            description=operation.description,
+            tags=[operation.capability.value],
+            operation_id=operation.name,
+            name=operation.name,
+        )
+        return endpoint
+
+    return register

@@ -21,59 +21,135 @@ from prme.retrieval.results import (
 )
 
 USER_ID = Field(
-    default=None, min_length=1, max_length=256, description="Owner; defaults to the key's owner"
+    default=None,
+    min_length=1,
+    max_length=256,
+    description="Whose memory. Omit to act for the authenticated owner.",
 )
+EVENT_ID = Field(description="The source event's id: the immutable record of what was sent")
+PROCESSING_STATUS = Field(
+    description="completed when the memory is searchable, pending while its indexing work "
+    "waits or runs, failed when some of it failed"
+)
+
+
+STORE_EXAMPLE: dict[str, Any] = {
+    "content": "Pay the rent from my joint account ending 0412.",
+    "value_bindings": [
+        {
+            "reference": "rent_account",
+            "kind": "bank_account",
+            "presentation": "ending 0412",
+            "lookup": "acct_7Hq2XK9d",
+        }
+    ],
+    "node_type": "instruction",
+    "session_id": "household",
+    "event_time": "2024-03-02T18:30:00+00:00",
+}
 
 
 class StoreRequest(StoreInput):
     """POST /v1/store. Unknown fields (including the retired `namespace`) are rejected."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [STORE_EXAMPLE]})
+
     user_id: str | None = USER_ID
 
 
 class StoreResponse(BaseModel):
-    event_id: str
-    node_id: str | None
-    processing_status: ProcessingStatus
+    """What a direct store saved: the source event and the memory node made from it."""
+
+    event_id: str = EVENT_ID
+    node_id: str | None = Field(description="The memory node made from the source")
+    processing_status: ProcessingStatus = PROCESSING_STATUS
+
+
+INGEST_EXAMPLE: dict[str, Any] = {
+    "content": "Yesterday I adopted a cat called Miso.",
+    "role": "user",
+    "speaker": "Caroline",
+    "session_id": "chat-2024-03-02",
+    "event_time": "2024-03-02T18:30:00+00:00",
+    "wait_for_extraction": False,
+}
 
 
 class IngestRequest(IngestInput):
     """POST /v1/ingest: a message kept verbatim, with memories extracted from it."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [INGEST_EXAMPLE]})
+
     user_id: str | None = USER_ID
 
 
 class IngestResponse(BaseModel):
-    event_id: str
-    node_id: str | None
-    processing_status: ProcessingStatus
-    extraction_status: ProcessingStatus
+    """What an ingest saved, and how far its indexing and extraction got."""
+
+    event_id: str = EVENT_ID
+    node_id: str | None = Field(description="The memory node that keeps the message itself")
+    processing_status: ProcessingStatus = PROCESSING_STATUS
+    extraction_status: ProcessingStatus = Field(
+        description="completed when memories were extracted from the message, pending while "
+        "extraction waits or runs, failed when it failed"
+    )
+
+
+FAST_INGEST_EXAMPLE: dict[str, Any] = {
+    "items": [
+        {
+            "content": "Did you book the flight to Porto?",
+            "role": "participant",
+            "speaker": "Melanie",
+            "session_id": "chat-2024-03-02",
+            "event_time": "2024-03-02T18:29:00+00:00",
+        },
+        {
+            "content": "Yes, I fly out on the 14th.",
+            "speaker": "Caroline",
+            "session_id": "chat-2024-03-02",
+            "event_time": "2024-03-02T18:30:00+00:00",
+        },
+    ]
+}
 
 
 class FastIngestRequest(FastIngestInput):
     """POST /v1/ingest/fast: an ordered batch for one owner, validated before any I/O."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [FAST_INGEST_EXAMPLE]})
+
     user_id: str | None = USER_ID
 
 
 class FastIngestResponse(BaseModel):
-    event_ids: list[str]
-    accepted: int
+    """The saved sources of a fast-ingest batch; their nodes are built by materialization."""
+
+    event_ids: list[str] = Field(description="The source event ids, in the order of the items")
+    accepted: int = Field(description="How many items were saved")
 
 
 class MaterializationRequest(BaseModel):
+    """POST /v1/materializations/process: run pending work for one owner within a time budget."""
+
     model_config = ConfigDict(extra="forbid")
 
     user_id: str | None = USER_ID
     budget_ms: int | None = Field(
-        default=None, ge=0, le=900_000, strict=True, description="0 only counts pending work"
+        default=None,
+        ge=0,
+        le=900_000,
+        strict=True,
+        description="Time budget in milliseconds; 0 only counts pending work",
     )
 
 
 class MaterializationResponse(BaseModel):
-    processed: int
-    pending: int
-    failed: int
+    """What a materialization pass did and what is still waiting."""
+
+    processed: int = Field(description="Work items this pass completed")
+    pending: int = Field(description="Work items still waiting; call again until it is 0")
+    failed: int = Field(description="Work items that failed")
     budget_ms: int | None = Field(
         default=None,
         description="The time the pass was given: the requested budget_ms, lowered to the pass's "
@@ -102,29 +178,52 @@ class MaterializationResponse(BaseModel):
 
 
 class ReinforceRequest(BaseModel):
+    """PUT /v1/nodes/{node_id}/reinforce: a memory was confirmed again."""
+
     model_config = ConfigDict(extra="forbid")
 
-    evidence_id: UUID | None = None
+    evidence_id: UUID | None = Field(default=None, description="Source event confirming it")
 
 
 class SupersedenceRequest(BaseModel):
+    """POST /v1/supersedences: a newer memory replaces an outdated one."""
+
     model_config = ConfigDict(extra="forbid")
 
-    old_node_id: UUID
-    new_node_id: UUID
-    evidence_id: UUID | None = None
+    old_node_id: UUID = Field(description="The outdated memory")
+    new_node_id: UUID = Field(description="The memory that replaces it")
+    evidence_id: UUID | None = Field(default=None, description="Source event of the change")
     user_id: str | None = USER_ID
 
 
+RETRIEVE_EXAMPLE: dict[str, Any] = {
+    "query": "When is Caroline flying to Porto?",
+    "limit": 10,
+    "token_budget": 1500,
+    "reference_time": "2024-03-10T09:00:00+00:00",
+    "filters": {"scope": "personal", "exclude_node_types": ["summary"]},
+}
+
+
 class RetrieveRequest(RetrieveInput):
+    """POST /v1/retrieve: rank the owner's memories for a query and pack a context."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [RETRIEVE_EXAMPLE]})
+
     user_id: str | None = USER_ID
 
 
 class RetrieveResponse(BaseModel):
-    results: list[RetrievalResult]
-    bundle: ContextBundle
-    value_bindings: list[VisibleValueBinding]
-    metrics: RetrievalMetrics
+    """The ranked memories of a retrieval, its packed context and metrics."""
+
+    results: list[RetrievalResult] = Field(description="The selected memories, best first")
+    bundle: ContextBundle = Field(description="The packed context to answer from")
+    value_bindings: list[VisibleValueBinding] = Field(
+        description="Value bindings whose presentation appears in the packed context"
+    )
+    metrics: RetrievalMetrics = Field(
+        description="Counts, limits and timings; metrics.request_id names the saved receipt"
+    )
     size_limit: ResponseSizeLimit | None = Field(
         default=None,
         description="Present only when ranked records were left out to keep the response under "
@@ -134,17 +233,19 @@ class RetrieveResponse(BaseModel):
 
 
 class EventResponse(BaseModel):
-    id: str
-    user_id: str
-    content: str
-    content_sha256: str
-    role: str
-    speaker: str | None
-    session_id: str | None
-    scope: str
-    event_time: datetime | None
-    ingested_at: datetime
-    metadata: dict[str, Any]
+    """A source event: what was sent, kept verbatim and never changed."""
+
+    id: str = Field(description="The event's id")
+    user_id: str = Field(description="The owner of the event")
+    content: str = Field(description="The text as sent")
+    content_sha256: str = Field(description="SHA-256 hex of the content")
+    role: str = Field(description="Who wrote it: user, participant, assistant, tool or system")
+    speaker: str | None = Field(description="Who said it, when given")
+    session_id: str | None = Field(description="Conversation or session label, when given")
+    scope: str = Field(description="Visibility scope")
+    event_time: datetime | None = Field(description="When it happened or was said, when given")
+    ingested_at: datetime = Field(description="When the server saved it")
+    metadata: dict[str, Any] = Field(description="Free-form JSON sent with it")
 
     @classmethod
     def of(cls, event: Event) -> EventResponse:
@@ -164,28 +265,32 @@ class EventResponse(BaseModel):
 
 
 class NodeResponse(BaseModel):
-    id: str
-    user_id: str
-    node_type: str
-    content: str
-    content_sha256: str
-    scope: str
-    session_id: str | None
-    speaker: str | None
-    source_type: str
-    epistemic_type: str
-    confidence: float
-    salience: float
-    lifecycle_state: str
-    event_time: datetime | None
-    valid_from: datetime | None
-    valid_to: datetime | None
-    created_at: datetime
-    updated_at: datetime
-    ttl_days: int | None
-    expires_at: datetime | None
-    evidence_refs: list[str]
-    metadata: dict[str, Any]
+    """A memory node: a typed memory derived from one or more source events."""
+
+    id: str = Field(description="The node's id")
+    user_id: str = Field(description="The owner of the memory")
+    node_type: str = Field(description="Memory type, e.g. fact, preference, note")
+    content: str = Field(description="The memory's text")
+    content_sha256: str = Field(description="SHA-256 hex of the content")
+    scope: str = Field(description="Visibility scope")
+    session_id: str | None = Field(description="Session of its source, when given")
+    speaker: str | None = Field(description="Who said it, when given")
+    source_type: str = Field(description="Provenance class")
+    epistemic_type: str = Field(description="How certain it is: observed, asserted, inferred, ...")
+    confidence: float = Field(description="Confidence, 0 to 1")
+    salience: float = Field(description="Importance, 0 to 1; reinforcing raises it")
+    lifecycle_state: str = Field(
+        description="tentative, stable, contested, superseded, deprecated or archived"
+    )
+    event_time: datetime | None = Field(description="When it happened, when known")
+    valid_from: datetime | None = Field(description="Since when it holds")
+    valid_to: datetime | None = Field(description="Until when it held; set when superseded")
+    created_at: datetime = Field(description="When the node was made")
+    updated_at: datetime = Field(description="When the node last changed")
+    ttl_days: int | None = Field(description="Days from creation until it expires; null never")
+    expires_at: datetime | None = Field(description="When it expires; null never")
+    evidence_refs: list[str] = Field(description="Ids of the source events behind it")
+    metadata: dict[str, Any] = Field(description="Free-form JSON")
 
     @classmethod
     def of(cls, node: MemoryNode) -> NodeResponse:
@@ -216,13 +321,17 @@ class NodeResponse(BaseModel):
 
 
 class WorkItemResponse(BaseModel):
-    id: str
-    kind: str
-    node_id: str
-    status: str
-    attempts: int
-    last_error: str | None
-    updated_at: datetime
+    """One piece of derived work of an event (indexing, materialization, extraction)."""
+
+    id: str = Field(description="The work item's id")
+    kind: str = Field(
+        description="index_node, materialize_event, extract or alias_scan",
+    )
+    node_id: str = Field(description="The memory node the work is for")
+    status: str = Field(description="pending, running, done or failed")
+    attempts: int = Field(description="Attempts made so far")
+    last_error: str | None = Field(description="Why the last attempt failed, when it did")
+    updated_at: datetime = Field(description="When the item last changed")
 
     @classmethod
     def of(cls, item: WorkItem) -> WorkItemResponse:
@@ -238,28 +347,43 @@ class WorkItemResponse(BaseModel):
 
 
 class ProcessingStatusResponse(BaseModel):
-    event_id: str
-    processing_status: ProcessingStatus
-    work: list[WorkItemResponse]
+    """Whether an event's memory is searchable, with the work behind it."""
+
+    event_id: str = EVENT_ID
+    processing_status: ProcessingStatus = PROCESSING_STATUS
+    work: list[WorkItemResponse] = Field(
+        description="The event's materialization and indexing work items"
+    )
 
 
 class ErrorResponse(BaseModel):
+    """An error body; it never repeats stored content or provider text."""
+
     model_config = ConfigDict(extra="allow")
 
-    detail: str | list[dict[str, Any]]
+    detail: str | list[dict[str, Any]] = Field(
+        description="What went wrong; for a validation error, one object per rejected field"
+    )
 
 
 class AcceptedErrorResponse(BaseModel):
-    detail: str
-    event_id: str
-    reason_code: str
-    accepted: bool = True
+    """A 503 body: the source was saved but its processing did not complete."""
+
+    detail: str = Field(description="What happened and what to do")
+    event_id: str = Field(description="The saved source event; inspect its status with this id")
+    reason_code: str = Field(description="Why processing did not complete")
+    accepted: bool = Field(default=True, description="True: the source was saved")
 
 
 class ExtractionStatusResponse(BaseModel):
-    event_id: str
-    extraction_status: ProcessingStatus
-    work: list[WorkItemResponse]
+    """Whether memories were extracted from an ingested message, with the work behind it."""
+
+    event_id: str = EVENT_ID
+    extraction_status: ProcessingStatus = Field(
+        description="completed when extraction finished, pending while it waits or runs, "
+        "failed when it failed"
+    )
+    work: list[WorkItemResponse] = Field(description="The event's extraction work items")
 
     @classmethod
     def of(

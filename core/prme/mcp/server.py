@@ -22,7 +22,6 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from prme.engine.config import EngineConfig
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.service import MemoryEngine
@@ -35,13 +34,48 @@ from prme.errors import (
     status_for,
     validation_details,
 )
-from prme.http.schemas import EventResponse, MaterializationResponse, NodeResponse
+from prme.http.judgment_schemas import (
+    AliasProposalQuery,
+    AliasReviewRequest,
+    AnswerCitationRequest,
+    QuantityAggregationRequest,
+    QuantityQuestionRequest,
+    RelevanceRequest,
+    ResolveToolArgumentsRequest,
+)
+from prme.http.schemas import (
+    FastIngestRequest,
+    IngestRequest,
+    MaterializationRequest,
+    MaterializationResponse,
+    NodeResponse,
+    ReinforceRequest,
+    RetrieveRequest,
+    StoreRequest,
+    SupersedenceRequest,
+)
 from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.enums import NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
-from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.inputs import (
+    FastIngestInput,
+    IngestInput,
+    RetrievalFilters,
+    RetrieveInput,
+    StoreInput,
+)
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import MemoryNode, OwnerKey
+from prme.operations import (
+    ID_DESCRIPTIONS,
+    IDEMPOTENCY_KEY_DESCRIPTION,
+    OPERATIONS,
+    Operation,
+    Shape,
+    mcp_description,
+    mcp_tool,
+    presented,
+)
 from prme.retrieval.packing import ContextFormat
 from prme.retrieval.response_size import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -61,25 +95,20 @@ from the returned context; cite the node ids you used with memory_record_answer_
 When a tool argument comes from a memory that has value bindings, pass the presentation
 form you saw and call memory_resolve_tool_arguments to get the exact lookup form."""
 
+
+def described(model: type[BaseModel], field: str, **constraints: Any) -> Any:
+    """A tool argument's schema: the description of the same field on the operation's request
+    model (written once, there), with any bounds the tool adds."""
+    return Field(description=model.model_fields[field].description, **constraints)
+
+
 # A tool argument omitted by the caller; distinct from an explicit null.
 _OMITTED: Any = "__omitted__"
 
-UserId = Annotated[
-    str | None,
-    Field(description="Whose memory. Omit to act for the authenticated owner."),
-]
-NodeId = Annotated[UUID, Field(description="A memory node UUID, as returned by other tools")]
-EventId = Annotated[UUID, Field(description="A source event UUID, as returned by other tools")]
-RequestId = Annotated[
-    UUID, Field(description="metrics.request_id of an earlier memory_retrieve call")
-]
-IdempotencyKey = Annotated[
-    UUID | None,
-    Field(
-        description="A UUID you choose; retrying with the same key and arguments returns the "
-        "first result instead of writing twice"
-    ),
-]
+UserId = Annotated[str | None, described(StoreRequest, "user_id")]
+NodeId = Annotated[UUID, Field(description=ID_DESCRIPTIONS["node_id"])]
+RequestId = Annotated[UUID, Field(description=ID_DESCRIPTIONS["request_id"])]
+IdempotencyKey = Annotated[UUID | None, Field(description=IDEMPOTENCY_KEY_DESCRIPTION)]
 
 
 def _error_result(category: str, status: int, body: dict[str, Any]) -> CallToolResult:
@@ -210,23 +239,23 @@ class _Runner:
 
 
 def _tool(
-    server: PrmeMcpServer, annotations: ToolAnnotations
+    server: PrmeMcpServer, name: str
 ) -> Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]:
-    """Register a tool whose description is its docstring, dedented for the reading model."""
+    """Register the decorated function as MCP tool `name`: its description and hints come from
+    the operations table (the descriptions of every operation the tool serves)."""
+    tool = mcp_tool(name)
+    annotations = (
+        ToolAnnotations(read_only_hint=True)
+        if tool.read_only
+        else ToolAnnotations(read_only_hint=False, destructive_hint=tool.destructive)
+    )
 
     def register(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
-        description = inspect.cleandoc(fn.__doc__ or "")
-        return server.tool(annotations=annotations, description=description)(fn)
+        return server.tool(name=name, annotations=annotations, description=mcp_description(name))(
+            fn
+        )
 
     return register
-
-
-# Read from the engine's own default, so the text an agent sees cannot drift from it.
-_NODE_TYPE_HELP = (
-    f"Memory type (default {EngineConfig.model_fields['default_node_type'].default.value})"
-)
-_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
-_READS = ToolAnnotations(read_only_hint=True)
 
 
 @contextmanager
@@ -263,6 +292,7 @@ def build_mcp_server(
     _memory_tools(server, engine, run, max_response_bytes)
     _lifecycle_tools(server, engine, run)
     _judgment_tools(server, engine, run)
+    _table_tools(server, engine, run)
     return server
 
 
@@ -271,45 +301,29 @@ def _memory_tools(
 ) -> None:
     """Store, ingest, retrieve, read, and resolve tool arguments."""
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_store")
     def memory_store(
         *,
-        content: Annotated[str, Field(description="The exact text to remember, kept verbatim")],
+        content: Annotated[str, described(StoreRequest, "content")],
         retrieval_content: Annotated[
-            str | None,
-            Field(description="A compact form to index and show instead of content (optional)"),
+            str | None, described(StoreRequest, "retrieval_content")
         ] = None,
         value_bindings: Annotated[
-            list[dict[str, Any]] | None,
-            Field(
-                description="Typed values: objects with reference, kind, presentation (must "
-                "occur verbatim in content and in the indexed text) and lookup (the exact form "
-                "a tool needs)"
-            ),
+            list[dict[str, Any]] | None, described(StoreRequest, "value_bindings")
         ] = None,
-        role: Annotated[
-            Role, Field(description="user (the owner), participant, assistant, tool or system")
-        ] = Role.USER,
-        speaker: Annotated[str | None, Field(description="Who said it, e.g. a name")] = None,
-        session_id: Annotated[str | None, Field(description="Conversation or session label")] = (
-            None
-        ),
-        node_type: Annotated[NodeType | None, Field(description=_NODE_TYPE_HELP)] = None,
-        scope: Annotated[Scope | None, Field(description="Visibility scope (default personal)")] = (
-            None
-        ),
-        metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON")] = None,
-        epistemic_type: Annotated[
-            str | None, Field(description="observed, asserted, inferred, hypothetical, ...")
-        ] = None,
-        source_type: Annotated[SourceType | None, Field(description="Provenance class")] = None,
-        confidence: Annotated[float | None, Field(description="0 to 1")] = None,
-        event_time: Annotated[
-            str | None,
-            Field(description="When it happened, ISO 8601 with a timezone offset"),
-        ] = None,
+        role: Annotated[Role, described(StoreRequest, "role")] = Role.USER,
+        speaker: Annotated[str | None, described(StoreRequest, "speaker")] = None,
+        session_id: Annotated[str | None, described(StoreRequest, "session_id")] = (None),
+        node_type: Annotated[NodeType | None, described(StoreRequest, "node_type")] = None,
+        scope: Annotated[Scope | None, described(StoreRequest, "scope")] = (None),
+        metadata: Annotated[dict[str, Any] | None, described(StoreRequest, "metadata")] = None,
+        epistemic_type: Annotated[str | None, described(StoreRequest, "epistemic_type")] = None,
+        source_type: Annotated[SourceType | None, described(StoreRequest, "source_type")] = None,
+        confidence: Annotated[float | None, described(StoreRequest, "confidence")] = None,
+        event_time: Annotated[str | None, described(StoreRequest, "event_time")] = None,
         ttl_days: Annotated[
             int | Literal["type_default"] | None,
+            # Its own form: JSON has no "omitted", so the node type's default is a word here.
             Field(
                 description="Days until the memory expires from creation; null never expires; "
                 "type_default uses the configured default for its node type"
@@ -318,10 +332,6 @@ def _memory_tools(
         user_id: UserId = None,
         idempotency_key: IdempotencyKey = None,
     ) -> CallToolResult:
-        """Remember one piece of information exactly as given (a direct store).
-
-        Returns event_id (the immutable source), node_id (the memory) and processing_status
-        (completed when the memory is searchable)."""
         fields = _present(
             {
                 "content": content,
@@ -354,10 +364,10 @@ def _memory_tools(
 
         return run(user_id, action)
 
-    @_tool(server, _READS)
+    @_tool(server, "memory_retrieve")
     def memory_retrieve(
         *,
-        query: Annotated[str, Field(description="What you need to know, in plain words")],
+        query: Annotated[str, described(RetrieveRequest, "query")],
         include_context: Annotated[
             bool,
             Field(
@@ -365,42 +375,32 @@ def _memory_tools(
                 "references (m1, m2, ... to node ids) and the visible value bindings"
             ),
         ] = True,
-        limit: Annotated[int | None, Field(description="Most results to return (max 200)")] = None,
-        token_budget: Annotated[int | None, Field(description="Context size in tokens")] = None,
-        min_score: Annotated[
-            float | None, Field(description="Minimum semantic relevance, 0 to 1")
-        ] = None,
-        max_per_source: Annotated[int | None, Field(description="Cap per identical source")] = (
+        limit: Annotated[int | None, described(RetrieveRequest, "limit")] = None,
+        token_budget: Annotated[int | None, described(RetrieveRequest, "token_budget")] = None,
+        min_score: Annotated[float | None, described(RetrieveRequest, "min_score")] = None,
+        max_per_source: Annotated[int | None, described(RetrieveRequest, "max_per_source")] = (
             None
         ),
         max_per_evidence: Annotated[
-            int | None, Field(description="Cap per evidence set (one source)")
+            int | None, described(RetrieveRequest, "max_per_evidence")
         ] = None,
         mode: Annotated[
-            Literal["default", "explicit"] | None,
-            Field(description="explicit also returns superseded and archived memories"),
+            Literal["default", "explicit"] | None, described(RetrieveRequest, "mode")
         ] = None,
         exclude_node_types: Annotated[
-            list[NodeType] | None, Field(description="Memory types to leave out")
+            list[NodeType] | None, described(RetrievalFilters, "exclude_node_types")
         ] = None,
         source_types: Annotated[
-            list[SourceType] | None,
-            Field(description="Only these provenance classes; [] returns nothing"),
+            list[SourceType] | None, described(RetrievalFilters, "source_types")
         ] = None,
-        scope: Annotated[list[Scope] | None, Field(description="Only these scopes")] = None,
-        event_time_from: Annotated[str | None, Field(description="ISO 8601 with offset")] = None,
-        event_time_to: Annotated[str | None, Field(description="ISO 8601 with offset")] = None,
-        reference_time: Annotated[
-            str | None, Field(description="'Now' for recency, ISO 8601 with offset")
+        scope: Annotated[list[Scope] | None, described(RetrievalFilters, "scope")] = None,
+        event_time_from: Annotated[
+            str | None, described(RetrievalFilters, "event_time_from")
         ] = None,
+        event_time_to: Annotated[str | None, described(RetrievalFilters, "event_time_to")] = None,
+        reference_time: Annotated[str | None, described(RetrieveRequest, "reference_time")] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Search memory (meaning and keywords) and pack the best memories into a context.
-
-        Answer from `context` when include_context is true; each line's reference (m1, ...)
-        maps to a node id in `context_references`. `value_bindings` lists typed values whose
-        presentation form appears in the context (their lookup forms are not shown: call
-        memory_resolve_tool_arguments with metrics.request_id to convert tool arguments)."""
         filters = _present(
             {
                 "exclude_node_types": exclude_node_types,
@@ -452,44 +452,32 @@ def _memory_tools(
 
         return run(user_id, action)
 
-    @_tool(server, _READS)
+    @_tool(server, "memory_resolve_tool_arguments")
     def memory_resolve_tool_arguments(
         request_id: RequestId,
-        arguments: Annotated[
-            dict[str, Any], Field(description="The JSON arguments you are about to send a tool")
-        ],
+        arguments: Annotated[dict[str, Any], described(ResolveToolArgumentsRequest, "arguments")],
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Prepare a tool call's arguments with the exact value-binding rule.
-
-        Every complete string value equal to a presentation form visible in that retrieval's
-        context is replaced by its lookup form; nothing else changes (no partial, fuzzy or
-        case-insensitive matching). `binding_uses` says what matched where (JSON pointers).
-        A value that maps to different lookups is an error instead of a guess."""
         return run(
             user_id, lambda owner: engine.resolve_tool_arguments(owner, str(request_id), arguments)
         )
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_ingest")
     def memory_ingest(
         *,
-        content: Annotated[str, Field(description="A message to keep and extract memories from")],
-        role: Annotated[Role, Field(description="Who wrote it")] = Role.USER,
-        speaker: Annotated[str | None, Field(description="Who said it, e.g. a name")] = None,
-        session_id: Annotated[str | None, Field(description="Conversation label")] = None,
-        scope: Annotated[Scope | None, Field(description="Visibility scope")] = None,
-        metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON")] = None,
-        event_time: Annotated[
-            str | None,
-            Field(description="When it was said, ISO 8601 with offset; anchors 'yesterday'"),
-        ] = None,
+        content: Annotated[str, described(IngestRequest, "content")],
+        role: Annotated[Role, described(IngestRequest, "role")] = Role.USER,
+        speaker: Annotated[str | None, described(IngestRequest, "speaker")] = None,
+        session_id: Annotated[str | None, described(IngestRequest, "session_id")] = None,
+        scope: Annotated[Scope | None, described(IngestRequest, "scope")] = None,
+        metadata: Annotated[dict[str, Any] | None, described(IngestRequest, "metadata")] = None,
+        event_time: Annotated[str | None, described(IngestRequest, "event_time")] = None,
         wait_for_extraction: Annotated[
-            bool, Field(description="Wait until facts are extracted (slower)")
+            bool, described(IngestRequest, "wait_for_extraction")
         ] = False,
         user_id: UserId = None,
         idempotency_key: IdempotencyKey = None,
     ) -> CallToolResult:
-        """Keep a message verbatim and derive grounded facts, entities and quantities from it."""
         fields = _present(
             {
                 "content": content,
@@ -516,20 +504,12 @@ def _memory_tools(
 
         return run(user_id, action)
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_ingest_fast")
     def memory_ingest_fast(
-        items: Annotated[
-            list[dict[str, Any]],
-            Field(
-                description="Up to 49 raw sources in order: objects with content and optional "
-                "role, speaker, session_id, scope, metadata, event_time"
-            ),
-        ],
+        items: Annotated[list[dict[str, Any]], described(FastIngestRequest, "items")],
         user_id: UserId = None,
         idempotency_key: IdempotencyKey = None,
     ) -> CallToolResult:
-        """Save a batch of raw sources in one transaction; call
-        memory_process_materializations until pending is 0 to make them searchable."""
 
         def action(owner: OwnerKey) -> dict[str, Any]:
             request = validated(FastIngestInput, {"items": items})
@@ -538,47 +518,32 @@ def _memory_tools(
 
         return run(user_id, action)
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_process_materializations")
     def memory_process_materializations(
         budget_ms: Annotated[
-            int, Field(ge=0, le=60_000, description="Time budget; 0 only counts pending work")
+            int, described(MaterializationRequest, "budget_ms", ge=0, le=60_000)
         ] = 5000,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Build and index pending memories of this owner; returns processed, pending, failed,
-        and budget_ms (the time the pass was given; budget_lowered when less than asked)."""
 
         def action(owner: OwnerKey) -> MaterializationResponse:
             given_ms = pass_budget_ms(budget_ms)
-            report = engine.process_pending(owner, budget_ms=given_ms)
+            report = engine.process_materializations(owner, budget_ms=given_ms)
             return MaterializationResponse.of(report, requested_ms=budget_ms, given_ms=given_ms)
 
         return run(user_id, action)
-
-    @_tool(server, _READS)
-    def memory_get_event(event_id: EventId, user_id: UserId = None) -> CallToolResult:
-        """Read one source event verbatim (what was originally said)."""
-        return run(user_id, lambda owner: EventResponse.of(engine.get_event(owner, str(event_id))))
-
-    @_tool(server, _READS)
-    def memory_get_node(node_id: NodeId, user_id: UserId = None) -> CallToolResult:
-        """Read one memory node: content, type, lifecycle, provenance, dates, evidence."""
-        return run(user_id, lambda owner: NodeResponse.of(engine.get_node(owner, str(node_id))))
 
 
 def _lifecycle_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
     """Supersede, promote, archive and reinforce memories."""
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_supersede")
     def memory_supersede(
-        old_node_id: Annotated[UUID, Field(description="The outdated memory")],
-        new_node_id: Annotated[UUID, Field(description="The memory that replaces it")],
-        evidence_id: Annotated[UUID | None, Field(description="Source event of the change")] = (
-            None
-        ),
+        old_node_id: Annotated[UUID, described(SupersedenceRequest, "old_node_id")],
+        new_node_id: Annotated[UUID, described(SupersedenceRequest, "new_node_id")],
+        evidence_id: Annotated[UUID | None, described(SupersedenceRequest, "evidence_id")] = (None),
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Mark a memory as replaced by a newer one (store the correction first)."""
 
         def action(owner: OwnerKey) -> list[dict[str, Any]]:
             old, new = engine.supersede(
@@ -591,40 +556,13 @@ def _lifecycle_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) 
 
         return run(user_id, action)
 
-    @_tool(server, _WRITES)
-    def memory_promote(
-        node_id: NodeId, user_id: UserId = None, idempotency_key: IdempotencyKey = None
-    ) -> CallToolResult:
-        """Promote a tentative memory to stable once it is confirmed."""
-        return run(
-            user_id,
-            lambda owner: NodeResponse.of(
-                engine.promote(owner, str(node_id), idempotency_key=_text(idempotency_key))
-            ),
-        )
-
-    @_tool(server, ToolAnnotations(read_only_hint=False, destructive_hint=True))
-    def memory_archive(
-        node_id: NodeId, user_id: UserId = None, idempotency_key: IdempotencyKey = None
-    ) -> CallToolResult:
-        """Archive a memory: it leaves default retrieval; its source stays."""
-        return run(
-            user_id,
-            lambda owner: NodeResponse.of(
-                engine.archive(owner, str(node_id), idempotency_key=_text(idempotency_key))
-            ),
-        )
-
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_reinforce")
     def memory_reinforce(
         node_id: NodeId,
-        evidence_id: Annotated[UUID | None, Field(description="Source event confirming it")] = (
-            None
-        ),
+        evidence_id: Annotated[UUID | None, described(ReinforceRequest, "evidence_id")] = (None),
         user_id: UserId = None,
         idempotency_key: IdempotencyKey = None,
     ) -> CallToolResult:
-        """Record one more confirmation of a memory."""
         return run(
             user_id,
             lambda owner: NodeResponse.of(
@@ -641,27 +579,20 @@ def _lifecycle_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) 
 def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
     """Relevance, citations, receipts, alias review and quantity aggregation."""
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_record_relevance")
     def memory_record_relevance(
         *,
-        request_id: RequestId,
-        labels: Annotated[
-            dict[str, bool],
-            Field(description="Node id -> true (relevant) or false (not relevant)"),
-        ],
+        request_id: Annotated[UUID, described(RelevanceRequest, "request_id")],
+        labels: Annotated[dict[str, bool], described(RelevanceRequest, "labels")],
         surface: Annotated[
-            Literal["results", "context"], Field(description="Judged results or context entries")
+            Literal["results", "context"], described(RelevanceRequest, "surface")
         ] = "results",
         method: Annotated[
-            Literal["explicit_user", "structured_evaluation"],
-            Field(description="How the judgment was made"),
+            Literal["explicit_user", "structured_evaluation"], described(RelevanceRequest, "method")
         ] = "explicit_user",
-        feedback_id: Annotated[
-            str | None, Field(description="A UUID you choose so a retry is safe")
-        ] = None,
+        feedback_id: Annotated[str | None, described(RelevanceRequest, "feedback_id")] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Save the user's explicit judgment of which retrieved memories were relevant."""
         fields = _present(
             {
                 "request_id": request_id,
@@ -675,26 +606,22 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             user_id, lambda owner: engine.record_relevance(owner, validated(RelevanceInput, fields))
         )
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_record_answer_citations")
     def memory_record_answer_citations(
         *,
-        request_id: RequestId,
-        answer_id: Annotated[str, Field(description="Your stable id of the answer")],
-        cited_node_ids: Annotated[
-            list[str],
-            Field(description="Node ids of context entries the answer used; [] for none"),
-        ],
+        request_id: Annotated[UUID, described(AnswerCitationRequest, "request_id")],
+        answer_id: Annotated[str, described(AnswerCitationRequest, "answer_id")],
+        cited_node_ids: Annotated[list[str], described(AnswerCitationRequest, "cited_node_ids")],
         method: Annotated[
             Literal["model_reported", "application_verified", "human_verified"],
-            Field(description="How the citations were obtained"),
+            described(AnswerCitationRequest, "method"),
         ] = "model_reported",
         answer_sha256: Annotated[
-            str | None, Field(description="SHA-256 hex of the answer text (optional)")
+            str | None, described(AnswerCitationRequest, "answer_sha256")
         ] = None,
-        citation_id: Annotated[str | None, Field(description="A UUID for safe retries")] = None,
+        citation_id: Annotated[str | None, described(AnswerCitationRequest, "citation_id")] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Record which memories from a retrieval's context supported your answer."""
         fields = _present(
             {
                 "request_id": request_id,
@@ -712,25 +639,13 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             ),
         )
 
-    @_tool(server, _READS)
-    def memory_get_retrieval_receipt(
-        request_id: RequestId, user_id: UserId = None
-    ) -> CallToolResult:
-        """The saved receipt of a retrieval: every candidate's ranks and scores, the
-        configuration and the context checksum, enough to explain and replay the ranking."""
-        return run(user_id, lambda owner: engine.get_receipt(owner, str(request_id)))
-
-    @_tool(server, _READS)
+    @_tool(server, "memory_list_alias_proposals")
     def memory_list_alias_proposals(
-        status: Annotated[
-            AliasStatus | None, Field(description="pending, accepted or rejected")
-        ] = None,
-        scope: Annotated[Scope | None, Field(description="Only this scope")] = None,
-        limit: Annotated[int, Field(ge=1, le=500, description="Most proposals to return")] = 100,
+        status: Annotated[AliasStatus | None, described(AliasProposalQuery, "status")] = None,
+        scope: Annotated[Scope | None, described(AliasProposalQuery, "scope")] = None,
+        limit: Annotated[int, described(AliasProposalQuery, "limit", ge=1, le=500)] = 100,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Pairs of entity memories that may name the same thing, with evidence and any review.
-        Proposals are advice: nothing is linked until reviewed."""
         return run(
             user_id,
             lambda owner: [
@@ -741,16 +656,14 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             ],
         )
 
-    @_tool(server, _WRITES)
+    @_tool(server, "memory_review_alias_proposal")
     def memory_review_alias_proposal(
         proposal_operation_id: Annotated[UUID, Field(description="The proposal's id")],
-        decision: Annotated[AliasDecision, Field(description="accepted or rejected")],
-        reviewer_id: Annotated[str, Field(description="Who decided, e.g. human:alice")],
-        reason: Annotated[str | None, Field(description="Why; required to reject")] = None,
+        decision: Annotated[AliasDecision, described(AliasReviewRequest, "decision")],
+        reviewer_id: Annotated[str, described(AliasReviewRequest, "reviewer_id")],
+        reason: Annotated[str | None, described(AliasReviewRequest, "reason")] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Accept (adds a verified alias link, merges nothing) or reject an alias proposal.
-        Only act on a person's explicit decision."""
         return run.acting(
             user_id,
             lambda owner, actor: engine.review_alias_proposal(
@@ -763,26 +676,14 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             ),
         )
 
-    @_tool(server, _READS)
+    @_tool(server, "memory_aggregate_quantities")
     def memory_aggregate_quantities(
-        question: Annotated[
-            str | None,
-            Field(
-                description="A supported question such as 'How much did I raise?' or 'How "
-                "many books did I buy?'; the plan says when wording is unsupported"
-            ),
-        ] = None,
+        question: Annotated[str | None, described(QuantityQuestionRequest, "question")] = None,
         query: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="Or a structured query: subjects, predicates, predicate_prefixes, "
-                "units, scopes, group_by (must include unit), event_time_from/to"
-            ),
+            dict[str, Any] | None, described(QuantityAggregationRequest, "query")
         ] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        """Exact totals of amounts and counts extracted from this user's messages, per unit
-        (never converted), each value re-checked against its source. Give question or query."""
 
         def action(owner: OwnerKey) -> Any:
             if (question is None) == (query is None):
@@ -792,3 +693,55 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             return engine.aggregate_quantities(owner, validated(QuantityAggregationQuery, query))
 
         return run(user_id, action)
+
+
+def _table_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """A tool for every operation that reads or moves one record by id (`Shape.READ_ONE`,
+    `Shape.MOVE_ONE`): its id argument is named and described as in the route's path."""
+    for operation in OPERATIONS:
+        if operation.mcp is None or operation.shape not in (Shape.READ_ONE, Shape.MOVE_ONE):
+            continue
+        (id_name,) = operation.path_ids
+        moves = operation.shape is Shape.MOVE_ONE
+        call = getattr(engine, operation.engine_method)
+
+        def tool(
+            *,
+            user_id: str | None = None,
+            idempotency_key: UUID | None = None,
+            _operation: Operation = operation,
+            _id_name: str = id_name,
+            _call: Callable[..., Any] = call,
+            **ids: UUID,
+        ) -> CallToolResult:
+            keys = (
+                {"idempotency_key": _text(idempotency_key)}
+                if _operation.shape is Shape.MOVE_ONE
+                else {}
+            )
+
+            def action(owner: OwnerKey) -> Any:
+                return presented(_operation.response, _call(owner, str(ids[_id_name]), **keys))
+
+            return run(user_id, action)
+
+        id_annotation = Annotated[UUID, Field(description=ID_DESCRIPTIONS[id_name])]
+        parameters = [
+            inspect.Parameter(id_name, inspect.Parameter.KEYWORD_ONLY, annotation=id_annotation),
+            inspect.Parameter(
+                "user_id", inspect.Parameter.KEYWORD_ONLY, annotation=UserId, default=None
+            ),
+        ]
+        if moves:
+            parameters.append(
+                inspect.Parameter(
+                    "idempotency_key",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=IdempotencyKey,
+                    default=None,
+                )
+            )
+        # The SDK builds the argument schema from the signature, so the bound defaults above
+        # stay hidden and the id argument takes the path's name.
+        tool.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        _tool(server, operation.mcp.name)(tool)

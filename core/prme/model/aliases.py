@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from prme.model.enums import CredentialRole, LifecycleState, Scope
 from prme.model.records import JournalRecord
@@ -26,12 +26,16 @@ MAX_REVIEW_REASON_CHARS = 2000
 
 
 class AliasStatus(StrEnum):
+    """Where a proposal stands: pending until reviewed, then accepted or rejected."""
+
     PENDING = "pending"
     ACCEPTED = "accepted"
     REJECTED = "rejected"
 
 
 class AliasDecision(StrEnum):
+    """A reviewer's decision on a proposal."""
+
     ACCEPTED = "accepted"
     REJECTED = "rejected"
 
@@ -41,8 +45,8 @@ class AliasSignal(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    name: str
-    score: float
+    name: str = Field(description="The rule that fired")
+    score: float = Field(description="The score it gave the pair")
 
 
 class NodeAssessment(BaseModel):
@@ -50,9 +54,9 @@ class NodeAssessment(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    content_sha256: str
-    lifecycle_state: LifecycleState
-    updated_at: AwareDatetime
+    content_sha256: str = Field(description="SHA-256 hex of the node's content then")
+    lifecycle_state: LifecycleState = Field(description="The node's lifecycle state then")
+    updated_at: AwareDatetime = Field(description="When the node had last changed then")
 
 
 class AliasCandidate(BaseModel):
@@ -60,12 +64,14 @@ class AliasCandidate(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    node_id: str
-    name: str
-    evidence_refs: tuple[str, ...]
-    # The source words the extractor grounded this entity in, when it came from extraction.
-    evidence_quote: str | None
-    assessed: NodeAssessment
+    node_id: str = Field(description="The entity node's id")
+    name: str = Field(description="The entity's name (the node's content)")
+    evidence_refs: tuple[str, ...] = Field(description="Ids of the source events behind it")
+    evidence_quote: str | None = Field(
+        description="The source words the extractor grounded this entity in, when it came "
+        "from extraction"
+    )
+    assessed: NodeAssessment = Field(description="The node's state when the pair was scored")
 
 
 class AliasProposal(BaseModel):
@@ -73,13 +79,13 @@ class AliasProposal(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    proposal_operation_id: str
-    scope: Scope
-    similarity: float
-    threshold: float
-    scanner: str
-    signals: tuple[AliasSignal, ...]
-    nodes: tuple[AliasCandidate, AliasCandidate]
+    proposal_operation_id: str = Field(description="The proposal's id")
+    scope: Scope = Field(description="The scope both nodes share")
+    similarity: float = Field(description="How alike the two names scored")
+    threshold: float = Field(description="The similarity a pair needs to be proposed")
+    scanner: str = Field(description="The scanner and its version that proposed the pair")
+    signals: tuple[AliasSignal, ...] = Field(description="The name-matching rules that fired")
+    nodes: tuple[AliasCandidate, AliasCandidate] = Field(description="The two entity nodes")
 
     @property
     def node_ids(self) -> tuple[str, str]:
@@ -91,19 +97,25 @@ class AliasReview(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    proposal_operation_id: str
-    decision: AliasDecision
-    # The caller's own label for who decided; free text, so not evidence of identity.
-    reviewer_id: str
-    reason: str | None
-    # The verified alias_of edge an acceptance created; None for a rejection.
-    edge_id: str | None
-    node_ids: tuple[str, str]
-    # Who the decision was authenticated as: the API key's id (None when no key was used:
-    # keyless local mode or the in-process client) and its role. Reviews journaled before
-    # these were recorded decode with both None.
-    reviewed_by_key_id: str | None = None
-    reviewed_by_role: CredentialRole | None = None
+    proposal_operation_id: str = Field(description="The proposal reviewed")
+    decision: AliasDecision = Field(description="accepted or rejected")
+    reviewer_id: str = Field(
+        description="The caller's own label for who decided; free text, so not evidence of identity"
+    )
+    reason: str | None = Field(description="Why; required to reject")
+    edge_id: str | None = Field(
+        description="The verified alias_of edge an acceptance created; null for a rejection"
+    )
+    node_ids: tuple[str, str] = Field(description="The two entity nodes of the proposal")
+    # Reviews journaled before the authenticated reviewer was recorded decode with both None.
+    reviewed_by_key_id: str | None = Field(
+        default=None,
+        description="The API key the decision was authenticated with; null when no key was "
+        "used (keyless local mode or the in-process client)",
+    )
+    reviewed_by_role: CredentialRole | None = Field(
+        default=None, description="The role of that key"
+    )
 
 
 class AliasProposalItem(BaseModel):

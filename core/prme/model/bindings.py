@@ -30,15 +30,39 @@ def _check_bound_text(value: str) -> str:
 
 
 BindingReference = Annotated[
-    str, Field(min_length=1, max_length=MAX_REFERENCE_CHARS, pattern=LABEL_PATTERN)
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_REFERENCE_CHARS,
+        pattern=LABEL_PATTERN,
+        description="The caller's label for the value, e.g. rent_account",
+    ),
 ]
-BindingKind = Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS, pattern=LABEL_PATTERN)]
+BindingKind = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_KIND_CHARS,
+        pattern=LABEL_PATTERN,
+        description="What sort of value it is, e.g. bank_account",
+    ),
+]
 BoundText = Annotated[
     str,
     Field(min_length=1, max_length=MAX_BOUND_TEXT_CHARS),
     AfterValidator(_check_bound_text),
 ]
-NodeId = Annotated[str, Field(min_length=1)]
+Presentation = Annotated[
+    BoundText,
+    Field(description="The value as written in the source, where it occurs verbatim"),
+]
+Lookup = Annotated[
+    BoundText,
+    Field(description="The exact form a tool needs, vouched for by the caller"),
+]
+NodeId = Annotated[
+    str, Field(min_length=1, description="The memory node whose source holds the value")
+]
 BindingOperation = Literal["replaced", "already_lookup"]
 
 
@@ -51,12 +75,14 @@ class MemoryValueBinding(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1] = Field(default=1, description="The binding format's version")
     reference: BindingReference
     kind: BindingKind
-    presentation: BoundText
-    lookup: BoundText
-    lookup_authority: Literal["caller"] = "caller"
+    presentation: Presentation
+    lookup: Lookup
+    lookup_authority: Literal["caller"] = Field(
+        default="caller", description="Who vouches for the lookup form: always the caller"
+    )
 
 
 class VisibleValueBinding(BaseModel):
@@ -67,8 +93,8 @@ class VisibleValueBinding(BaseModel):
     node_id: NodeId
     reference: BindingReference
     kind: BindingKind
-    presentation: BoundText
-    lookup: BoundText
+    presentation: Presentation
+    lookup: Lookup
 
     @classmethod
     def from_binding(cls, node_id: str, binding: MemoryValueBinding) -> VisibleValueBinding:
@@ -90,13 +116,18 @@ class ValueBindingUse(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    path: Annotated[str, Field(pattern=JSON_POINTER_PATTERN)]
-    operation: BindingOperation
+    path: Annotated[str, Field(pattern=JSON_POINTER_PATTERN)] = Field(
+        description="JSON pointer (RFC 6901) to the argument value"
+    )
+    operation: BindingOperation = Field(
+        description="replaced: the presentation became the lookup; already_lookup: the value "
+        "already was the lookup and was left unchanged"
+    )
     node_id: NodeId
     reference: BindingReference
     kind: BindingKind
-    presentation: BoundText
-    lookup: BoundText
+    presentation: Presentation
+    lookup: Lookup
 
 
 class ToolArgumentResolution(BaseModel):
@@ -109,9 +140,13 @@ class ToolArgumentResolution(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    arguments: dict[str, Any]
-    binding_uses: list[ValueBindingUse]
-    replacements: list[ValueBindingUse]
+    arguments: dict[str, Any] = Field(description="The tool's arguments with lookups put in")
+    binding_uses: list[ValueBindingUse] = Field(
+        description="Every argument value that matched a visible binding, in document order"
+    )
+    replacements: list[ValueBindingUse] = Field(
+        description="The uses whose operation is replaced: exactly the values that changed"
+    )
 
     @model_validator(mode="after")
     def _replacements_are_the_replaced_uses(self) -> Self:

@@ -36,6 +36,9 @@ from prme.model.input_policy import (
 )
 from prme.model.records import RESERVED_METADATA_KEYS
 
+# The node type of a stored memory that names none, unless the deployment sets another.
+DEFAULT_NODE_TYPE = NodeType.NOTE
+
 MAX_CONTENT_CHARS = 100_000
 MAX_SPEAKER_CHARS = 200
 MAX_METADATA_BYTES = 16_384
@@ -98,13 +101,40 @@ class SourceInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    content: SafeText = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    role: Role = Role.USER
-    speaker: str | None = None
-    session_id: SafeName | None = Field(default=None, min_length=1, max_length=256)
-    scope: Scope | None = None
-    metadata: dict[str, Any] | None = None
-    event_time: AwareDatetime | None = None
+    content: SafeText = Field(
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+        description="The exact text to remember, kept verbatim",
+        examples=["I moved to Lisbon in March 2024."],
+    )
+    role: Role = Field(
+        default=Role.USER,
+        description="Who wrote it: user (the owner), participant, assistant, tool or system",
+    )
+    speaker: str | None = Field(
+        default=None, description="Who said it, e.g. a name", examples=["Caroline"]
+    )
+    session_id: SafeName | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Conversation or session label",
+        examples=["chat-2024-03-02"],
+    )
+    scope: Scope | None = Field(
+        default=None, description="Visibility scope; omitted means personal"
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description="Free-form JSON kept with the source; speaker and value_bindings are "
+        "reserved keys",
+    )
+    event_time: AwareDatetime | None = Field(
+        default=None,
+        description="When it happened or was said, ISO 8601 with a timezone offset; anchors "
+        "relative dates such as 'yesterday'",
+        examples=["2024-03-02T18:30:00+00:00"],
+    )
 
     _speaker = field_validator("speaker")(normalize_speaker)
     _metadata = field_validator("metadata")(_check_metadata)
@@ -121,14 +151,37 @@ class StoreInput(SourceInput):
     """What a direct store accepts, before the owner is resolved."""
 
     retrieval_content: SafeText | None = Field(
-        default=None, min_length=1, max_length=MAX_CONTENT_CHARS
+        default=None,
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+        description="A compact form to index and show instead of content (optional)",
     )
-    value_bindings: list[MemoryValueBinding] | None = Field(default=None, max_length=64)
-    node_type: NodeType | None = None
-    epistemic_type: EpistemicType | None = None
-    source_type: SourceType | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    ttl_days: int | None = Field(default=None, ge=0, le=36_500, strict=True)
+    value_bindings: list[MemoryValueBinding] | None = Field(
+        default=None,
+        max_length=64,
+        description="Typed values whose presentation occurs verbatim in content and in the "
+        "indexed text, each paired with the exact lookup form a tool needs",
+    )
+    node_type: NodeType | None = Field(
+        default=None,
+        description=f"Memory type (default {DEFAULT_NODE_TYPE.value}, or the deployment's "
+        "default_node_type setting)",
+    )
+    epistemic_type: EpistemicType | None = Field(
+        default=None, description="How certain it is: observed, asserted, inferred, ..."
+    )
+    source_type: SourceType | None = Field(default=None, description="Provenance class")
+    confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, allow_inf_nan=False, description="Confidence, 0 to 1"
+    )
+    ttl_days: int | None = Field(
+        default=None,
+        ge=0,
+        le=36_500,
+        strict=True,
+        description="Days until the memory expires from creation; null never expires; "
+        "omitted uses the configured default for its node type",
+    )
 
     @field_validator("retrieval_content")
     @classmethod
@@ -161,7 +214,10 @@ class FastIngestInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    items: list[FastIngestItem] = Field(min_length=1)
+    items: list[FastIngestItem] = Field(
+        min_length=1,
+        description=f"Up to {MAX_FAST_INGEST_ITEMS} raw sources, kept in this order",
+    )
 
     @field_validator("items")
     @classmethod
@@ -177,19 +233,44 @@ class FastIngestInput(BaseModel):
 class IngestInput(SourceInput):
     """A message to keep verbatim and extract memories from."""
 
-    wait_for_extraction: bool = False
+    wait_for_extraction: bool = Field(
+        default=False,
+        description="Wait until memories are extracted before answering (slower)",
+    )
 
 
 class RetrievalFilters(BaseModel):
+    """Which memories a retrieval may consider; omitted filters match anything."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    scope: Scope | list[Scope] | None = None
-    time_from: AwareDatetime | None = None
-    time_to: AwareDatetime | None = None
-    event_time_from: AwareDatetime | None = None
-    event_time_to: AwareDatetime | None = None
-    exclude_node_types: list[NodeType] | None = None
-    source_types: list[SourceType] | None = None
+    scope: Scope | list[Scope] | None = Field(
+        default=None, description="Only this scope, or only these scopes (a non-empty list)"
+    )
+    time_from: AwareDatetime | None = Field(
+        default=None,
+        description="Only memories whose event time (or, without one, creation time) is at or "
+        "after this, ISO 8601 with offset",
+    )
+    time_to: AwareDatetime | None = Field(
+        default=None,
+        description="Only memories whose event time (or, without one, creation time) is at or "
+        "before this, ISO 8601 with offset",
+    )
+    event_time_from: AwareDatetime | None = Field(
+        default=None,
+        description="Only memories with an event time at or after this, ISO 8601 with offset",
+    )
+    event_time_to: AwareDatetime | None = Field(
+        default=None,
+        description="Only memories with an event time at or before this, ISO 8601 with offset",
+    )
+    exclude_node_types: list[NodeType] | None = Field(
+        default=None, description="Memory types to leave out"
+    )
+    source_types: list[SourceType] | None = Field(
+        default=None, description="Only these provenance classes; [] returns nothing"
+    )
 
     @field_validator("scope")
     @classmethod
@@ -210,17 +291,61 @@ class RetrieveInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    query: SafeText = Field(min_length=1, max_length=10_000)
-    reference_time: AwareDatetime | None = None
-    token_budget: int | None = Field(default=None, ge=0, le=200_000, strict=True)
-    limit: int | None = Field(default=None, ge=0, le=200, strict=True)
-    max_per_source: int | None = Field(default=None, ge=1, strict=True)
-    max_per_evidence: int | None = Field(default=None, ge=1, strict=True)
-    min_score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    mode: RetrievalMode | None = None
-    filters: RetrievalFilters | None = None
-    ranking_multipliers: dict[str, float] | None = None
-    context_format: Literal["reader", "auditable"] = "reader"
+    query: SafeText = Field(
+        min_length=1,
+        max_length=10_000,
+        description="What you need to know, in plain words",
+        examples=["Where does Caroline live now?"],
+    )
+    reference_time: AwareDatetime | None = Field(
+        default=None,
+        description="'Now' for recency and relative dates, ISO 8601 with offset; omitted means "
+        "the server's current time",
+    )
+    token_budget: int | None = Field(
+        default=None,
+        ge=0,
+        le=200_000,
+        strict=True,
+        description="Context size in tokens; omitted uses the configured default_token_budget",
+    )
+    limit: int | None = Field(
+        default=None,
+        ge=0,
+        le=200,
+        strict=True,
+        description="Most results to return; omitted uses the configured default_limit, which "
+        "by default returns as many as the token budget holds",
+    )
+    max_per_source: int | None = Field(
+        default=None, ge=1, strict=True, description="Cap per identical source"
+    )
+    max_per_evidence: int | None = Field(
+        default=None, ge=1, strict=True, description="Cap per evidence set (one source)"
+    )
+    min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Minimum semantic relevance, 0 to 1",
+    )
+    mode: RetrievalMode | None = Field(
+        default=None,
+        description="explicit also returns superseded, archived and deprecated memories and "
+        "hypothetical or retracted statements; omitted means default",
+    )
+    filters: RetrievalFilters | None = Field(default=None, description="Which memories to consider")
+    ranking_multipliers: dict[str, float] | None = Field(
+        default=None,
+        description="Reserved: rank fusion has no feature weights, so every factor must be 1.0",
+    )
+    context_format: Literal["reader", "auditable"] = Field(
+        default="reader",
+        description="reader: one line per record ('[m1] date speaker: text') for a model to "
+        "answer from; auditable: one JSON object per record with its ref, node_id, time, "
+        "speaker, source_type, session_id and text",
+    )
 
     @field_validator("query")
     @classmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -70,6 +70,15 @@ def _checked_values(values: tuple[str, ...] | None, *, max_chars: int) -> tuple[
     return values
 
 
+QUANTITY_QUERY_EXAMPLE: dict[str, Any] = {
+    "subjects": ["I"],
+    "predicate_prefixes": ["raised"],
+    "units": ["USD"],
+    "group_by": ["unit", "subject"],
+    "event_time_from": "2024-01-01T00:00:00+00:00",
+}
+
+
 class QuantityAggregationQuery(BaseModel):
     """Which extracted quantities of one owner to add up, and how to group them.
 
@@ -78,19 +87,62 @@ class QuantityAggregationQuery(BaseModel):
     Matching is exact after normalization; nothing is matched by meaning.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_extra={"examples": [QUANTITY_QUERY_EXAMPLE]}
+    )
 
-    subjects: tuple[str, ...] | None = Field(default=None, max_length=MAX_FILTER_VALUES)
-    predicates: tuple[str, ...] | None = Field(default=None, max_length=MAX_FILTER_VALUES)
-    predicate_prefixes: tuple[str, ...] | None = Field(default=None, max_length=MAX_FILTER_VALUES)
-    units: tuple[str, ...] | None = Field(default=None, max_length=MAX_FILTER_VALUES)
-    scopes: tuple[Scope, ...] | None = Field(default=None, min_length=1, max_length=len(Scope))
-    group_by: tuple[GroupDimension, ...] = Field(default=GROUP_ORDER, min_length=1, max_length=3)
-    event_time_from: AwareDatetime | None = None
-    event_time_to: AwareDatetime | None = None
-    include_inactive: bool = Field(default=False, strict=True)
-    sample_limit: int = Field(default=10, ge=0, le=MAX_SAMPLE_LIMIT, strict=True)
-    group_limit: int = Field(default=1000, ge=1, le=MAX_GROUP_LIMIT, strict=True)
+    subjects: tuple[str, ...] | None = Field(
+        default=None,
+        max_length=MAX_FILTER_VALUES,
+        description="Only quantities about these subjects, e.g. I or we",
+    )
+    predicates: tuple[str, ...] | None = Field(
+        default=None,
+        max_length=MAX_FILTER_VALUES,
+        description="Only these predicates, e.g. raised or bought_books",
+    )
+    predicate_prefixes: tuple[str, ...] | None = Field(
+        default=None,
+        max_length=MAX_FILTER_VALUES,
+        description="Or predicates extending these, e.g. bought covers bought_books",
+    )
+    units: tuple[str, ...] | None = Field(
+        default=None, max_length=MAX_FILTER_VALUES, description="Only these units, e.g. USD"
+    )
+    scopes: tuple[Scope, ...] | None = Field(
+        default=None, min_length=1, max_length=len(Scope), description="Only these scopes"
+    )
+    group_by: tuple[GroupDimension, ...] = Field(
+        default=GROUP_ORDER,
+        min_length=1,
+        max_length=3,
+        description="Dimensions to total apart: unit (required), subject, predicate",
+    )
+    event_time_from: AwareDatetime | None = Field(
+        default=None,
+        description="Only quantities said at or after this, ISO 8601 with offset; undated "
+        "ones are left out when a bound is given",
+    )
+    event_time_to: AwareDatetime | None = Field(
+        default=None,
+        description="Only quantities said at or before this, ISO 8601 with offset",
+    )
+    include_inactive: bool = Field(
+        default=False,
+        strict=True,
+        description="Also count superseded, deprecated, archived and expired quantities (never "
+        "hypothetical ones)",
+    )
+    sample_limit: int = Field(
+        default=10,
+        ge=0,
+        le=MAX_SAMPLE_LIMIT,
+        strict=True,
+        description="Most counted quantities shown per group",
+    )
+    group_limit: int = Field(
+        default=1000, ge=1, le=MAX_GROUP_LIMIT, strict=True, description="Most groups returned"
+    )
 
     @field_validator("subjects")
     @classmethod
@@ -142,14 +194,14 @@ class QuantitySample(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    node_id: str
-    subject: str
-    predicate: str
-    value: DecimalText
-    unit: str | None
-    evidence_quote: str
-    event_ids: tuple[str, ...]
-    event_time: AwareDatetime | None
+    node_id: str = Field(description="The fact node holding the quantity")
+    subject: str = Field(description="Who or what it is about, as written")
+    predicate: str = Field(description="What was counted or measured, e.g. raised")
+    value: DecimalText = Field(description="The amount as exact decimal text")
+    unit: str | None = Field(description="Its unit as written; null for a plain count")
+    evidence_quote: str = Field(description="The source words that state it")
+    event_ids: tuple[str, ...] = Field(description="The source events behind it")
+    event_time: AwareDatetime | None = Field(description="When it was said, when known")
 
 
 class QuantityGroup(BaseModel):
@@ -161,22 +213,25 @@ class QuantityGroup(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    unit: str | None
-    subject: str | None = None
-    predicate: str | None = None
-    count: int
-    total: DecimalText
-    minimum: DecimalText
-    maximum: DecimalText
-    # Distinct source messages behind the counted quantities.
-    event_count: int
-    # Counted quantities whose quote and value already appeared in another source message:
-    # possibly the same amount mentioned twice. They are still counted; the caller decides.
-    repeated_in_other_events: int
-    earliest_event_time: AwareDatetime | None
-    latest_event_time: AwareDatetime | None
-    samples: tuple[QuantitySample, ...]
-    samples_truncated: bool
+    unit: str | None = Field(description="The group's unit; null means no unit")
+    subject: str | None = Field(default=None, description="The group's subject when grouped")
+    predicate: str | None = Field(default=None, description="The group's predicate when grouped")
+    count: int = Field(description="Counted quantities in the group")
+    total: DecimalText = Field(description="Their exact sum, as decimal text")
+    minimum: DecimalText = Field(description="The smallest amount, as decimal text")
+    maximum: DecimalText = Field(description="The largest amount, as decimal text")
+    event_count: int = Field(description="Distinct source messages behind the counted quantities")
+    repeated_in_other_events: int = Field(
+        description="Counted quantities whose quote and value already appeared in another "
+        "source message: possibly the same amount mentioned twice. They are still counted; "
+        "the caller decides."
+    )
+    earliest_event_time: AwareDatetime | None = Field(description="The oldest event time")
+    latest_event_time: AwareDatetime | None = Field(description="The newest event time")
+    samples: tuple[QuantitySample, ...] = Field(
+        description="Counted quantities, dated ones first and oldest first, up to sample_limit"
+    )
+    samples_truncated: bool = Field(description="True when the group has more than the samples")
 
 
 ExclusionReason = Literal[
@@ -205,25 +260,40 @@ class QuantityAggregation(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    query: QuantityAggregationQuery
-    # Fact nodes of the owner read by the scan (quantities are fact nodes).
-    scanned_nodes: int
-    quantity_nodes: int
-    # Quantities that passed the subject, predicate, unit, scope and time filters.
-    matched: int
-    counted: int
-    groups: tuple[QuantityGroup, ...]
-    group_count: int
-    groups_truncated: bool
-    exclusions: dict[ExclusionReason, int]
-    # The scan read every stored quantity of the owner, not a ranked or sampled subset.
-    stored_set_exhaustive: Literal[True] = True
-    # Amounts of different units are reported apart and never converted into each other.
-    unit_conversion: Literal["none"] = "none"
-    # Exact when nothing was written during the scan; concurrent writes may be half seen.
-    consistency: Literal["complete_for_unchanged_store"] = "complete_for_unchanged_store"
-    # Only amounts an extractor recorded are counted; how many it missed is not known.
-    extraction_coverage: Literal["unknown"] = "unknown"
+    query: QuantityAggregationQuery = Field(description="The query that was run")
+    scanned_nodes: int = Field(
+        description="Fact nodes of the owner read by the scan (quantities are fact nodes)"
+    )
+    quantity_nodes: int = Field(description="Of those, the nodes holding a quantity")
+    matched: int = Field(
+        description="Quantities that passed the subject, predicate, unit, scope and time filters"
+    )
+    counted: int = Field(description="Quantities added into the totals")
+    groups: tuple[QuantityGroup, ...] = Field(description="The totals, up to group_limit groups")
+    group_count: int = Field(description="How many groups there were in all")
+    groups_truncated: bool = Field(description="True when there were more than group_limit")
+    exclusions: dict[ExclusionReason, int] = Field(
+        description="Reason to how many quantities it kept out of the totals"
+    )
+    stored_set_exhaustive: Literal[True] = Field(
+        default=True,
+        description="The scan read every stored quantity of the owner, not a ranked or "
+        "sampled subset",
+    )
+    unit_conversion: Literal["none"] = Field(
+        default="none",
+        description="Amounts of different units are reported apart and never converted",
+    )
+    consistency: Literal["complete_for_unchanged_store"] = Field(
+        default="complete_for_unchanged_store",
+        description="Exact when nothing was written during the scan; concurrent writes may be "
+        "half seen",
+    )
+    extraction_coverage: Literal["unknown"] = Field(
+        default="unknown",
+        description="Only amounts an extractor recorded are counted; how many it missed is "
+        "not known",
+    )
 
 
 class QuantityQuestionPlan(BaseModel):
@@ -231,12 +301,20 @@ class QuantityQuestionPlan(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    question: str
-    status: Literal["ready", "unsupported"]
-    reason: str | None = None
-    shape: QuestionShape | None = None
-    query: QuantityAggregationQuery | None = None
-    assumptions: tuple[str, ...] = ()
+    question: str = Field(description="The question as asked")
+    status: Literal["ready", "unsupported"] = Field(
+        description="ready: it became a query; unsupported: its wording is not supported"
+    )
+    reason: str | None = Field(default=None, description="Why it is unsupported")
+    shape: QuestionShape | None = Field(
+        default=None, description="The supported question form it matched"
+    )
+    query: QuantityAggregationQuery | None = Field(
+        default=None, description="The structured query it became"
+    )
+    assumptions: tuple[str, ...] = Field(
+        default=(), description="What the reading assumed, in plain words"
+    )
 
 
 class QuantityQuestionAnswer(BaseModel):
@@ -244,5 +322,7 @@ class QuantityQuestionAnswer(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    plan: QuantityQuestionPlan
-    aggregation: QuantityAggregation | None
+    plan: QuantityQuestionPlan = Field(description="How the question was read")
+    aggregation: QuantityAggregation | None = Field(
+        description="The totals; null when the question was unsupported"
+    )

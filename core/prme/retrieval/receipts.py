@@ -20,22 +20,36 @@ class ReceiptCandidate(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    node_id: str
-    content_sha256: str
-    time: float | None
-    ranks: dict[str, int]
-    # Query-dependent inputs of the fusion (e.g. speaker_named); empty in older receipts.
-    features: dict[str, float] = Field(default_factory=dict)
-    # Its session, which the session-neighbour term reads; None in older receipts.
-    session_id: str | None = None
-    # Set on a record that was not a candidate and entered as session context of this
-    # result; such records take no part in fusion (see RetrievalReceipt.session_context).
-    context_of: str | None = None
-    channel_scores: dict[str, float]
-    semantic_relevance: float | None
-    score: float
-    score_provenance: dict[str, Any]
-    evidence_refs: list[str]
+    node_id: str = Field(description="The memory node's id")
+    content_sha256: str = Field(description="SHA-256 hex of its content when ranked")
+    time: float | None = Field(
+        description="Its event time, or creation time without one, in epoch seconds"
+    )
+    ranks: dict[str, int] = Field(description="Search channel to its 1-based rank there")
+    features: dict[str, float] = Field(
+        default_factory=dict,
+        description="Query-dependent inputs of the fusion (e.g. speaker_named); empty in older "
+        "receipts",
+    )
+    session_id: str | None = Field(
+        default=None,
+        description="Its session, which the session-neighbour term reads; null in older receipts",
+    )
+    context_of: str | None = Field(
+        default=None,
+        description="Set on a record that was not a candidate and entered as session context "
+        "of this result; such records take no part in fusion",
+    )
+    channel_scores: dict[str, float] = Field(description="Search channel to its raw score")
+    semantic_relevance: float | None = Field(
+        description="Cosine similarity of the query and the memory; null when not scored"
+    )
+    score: float = Field(description="The fused score")
+    score_provenance: dict[str, Any] = Field(
+        description="How the score was made (per-channel terms and each adjustment); empty for "
+        "a candidate left out"
+    )
+    evidence_refs: list[str] = Field(description="Ids of the source events behind it")
     outcome: str = Field(
         description="returned, or why it was left out: filtered, min_score, source_limit, "
         "evidence_limit, limit, token_budget, response_size (past the server's response byte "
@@ -44,35 +58,60 @@ class ReceiptCandidate(BaseModel):
 
 
 class ReceiptConfig(BaseModel):
+    """Every setting a retrieval's ranking, selection and packing used."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    fusion: FusionConfig
-    mode: str
-    limit: int
-    token_budget: int
-    min_score: float | None
-    min_score_skipped: bool
-    max_per_source: int | None
-    max_per_evidence: int | None
-    context_format: str
-    packing_order: str
-    fold_repeated_text: bool
-    session_context_rank_fusion_score_decay: float
-    filters: dict[str, Any]
-    embedding_model: str | None
-    token_counter: str
-    # No limit was asked: the results are what the token budget held (up to `limit`).
-    fill_budget: bool = False
-    # What the vector channel embedded for each record ("content" in older receipts).
-    vector_text: str = "content"
-    # The weight of the previous record of the session in each indexed vector (0 in older
-    # receipts: each record's own embedding).
-    vector_session_context: float = 0.0
-    # How each record's own vector was made ("whole" in older receipts: the whole text).
-    vector_segments: str = "whole"
-    # Session context of a budget fill (0 when none was added: older receipts, limits, caps).
-    session_context_anchors: int = 0
-    session_context_radius: int = 0
+    fusion: FusionConfig = Field(description="The fusion settings, enough to replay the ranking")
+    mode: str = Field(description="default or explicit")
+    limit: int = Field(description="The result limit applied")
+    token_budget: int = Field(description="The token budget applied")
+    min_score: float | None = Field(description="The minimum semantic relevance asked")
+    min_score_skipped: bool = Field(
+        description="True when min_score was not applied because no semantic scores were available"
+    )
+    max_per_source: int | None = Field(description="The cap per source applied")
+    max_per_evidence: int | None = Field(description="The cap per evidence set applied")
+    context_format: str = Field(description="reader or auditable")
+    packing_order: str = Field(
+        description="rank, or rank_admitted_session_grouped: admitted in rank order, printed "
+        "grouped by date and session"
+    )
+    fold_repeated_text: bool = Field(
+        description="True when an entry repeating an earlier entry's text was folded into it"
+    )
+    session_context_rank_fusion_score_decay: float = Field(
+        description="A record added as session context scores its anchor's score times this"
+    )
+    filters: dict[str, Any] = Field(description="The filters of the request")
+    embedding_model: str | None = Field(description="The model the vector channel used")
+    token_counter: str = Field(description="The tokenizer that counted the context")
+    fill_budget: bool = Field(
+        default=False,
+        description="No limit was asked: the results are what the token budget held (up to limit)",
+    )
+    vector_text: str = Field(
+        default="content",
+        description="What the vector channel embedded for each record (content in older receipts)",
+    )
+    vector_session_context: float = Field(
+        default=0.0,
+        description="The weight of the previous record of the session in each indexed vector "
+        "(0 in older receipts: each record's own embedding)",
+    )
+    vector_segments: str = Field(
+        default="whole",
+        description="How each record's own vector was made (whole in older receipts: the whole "
+        "text)",
+    )
+    session_context_anchors: int = Field(
+        default=0,
+        description="Results whose session neighbours were added as context (0 when none was "
+        "added: older receipts, limits, caps)",
+    )
+    session_context_radius: int = Field(
+        default=0, description="Neighbours added on each side of an anchor (0 when none)"
+    )
 
 
 class SessionContextEntry(BaseModel):
@@ -80,20 +119,24 @@ class SessionContextEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    node_id: str
-    anchor: str
+    node_id: str = Field(description="The record added")
+    anchor: str = Field(description="The result it was said next to")
 
 
 class ReceiptContext(BaseModel):
+    """The packed context of a retrieval as saved: its digest, entries and exclusions."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    context_sha256: str
-    tokens_used: int
-    entries: list[dict[str, Any]]
-    excluded: list[dict[str, Any]]
-    # The value bindings the bundle exposed (presentation survived packing): what a tool
-    # call made from this context may resolve against. Empty in receipts saved before.
-    visible_value_bindings: list[VisibleValueBinding] = Field(default_factory=list)
+    context_sha256: str = Field(description="SHA-256 hex of the context")
+    tokens_used: int = Field(description="Tokens the context took")
+    entries: list[dict[str, Any]] = Field(description="The context's entries, in ref order")
+    excluded: list[dict[str, Any]] = Field(description="Candidates left out, with reasons")
+    visible_value_bindings: list[VisibleValueBinding] = Field(
+        default_factory=list,
+        description="The value bindings the context exposed: what a tool call made from it may "
+        "resolve against; empty in older receipts",
+    )
 
 
 class RetrievalReceipt(BaseModel):
@@ -101,20 +144,22 @@ class RetrievalReceipt(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    schema_version: int
-    request_id: str
-    owner_id: str
-    created_at: datetime
-    query: str
-    query_sha256: str
-    reference_time: datetime
-    config: ReceiptConfig
-    backend_failures: list[str]
-    candidates: list[ReceiptCandidate]
-    returned_node_ids: list[str]
-    context: ReceiptContext
-    # In order, the records session context put right after the first results.
-    session_context: list[SessionContextEntry] = Field(default_factory=list)
+    schema_version: int = Field(description="The receipt format's version")
+    request_id: str = Field(description="The retrieval's id")
+    owner_id: str = Field(description="Whose memory was searched")
+    created_at: datetime = Field(description="When the retrieval ran")
+    query: str = Field(description="The query as sent")
+    query_sha256: str = Field(description="SHA-256 hex of the query")
+    reference_time: datetime = Field(description="'Now' for recency and relative dates")
+    config: ReceiptConfig = Field(description="Every setting the retrieval used")
+    backend_failures: list[str] = Field(description="Search channels that failed")
+    candidates: list[ReceiptCandidate] = Field(description="Every candidate, in fused order")
+    returned_node_ids: list[str] = Field(description="The results returned, in order")
+    context: ReceiptContext = Field(description="The packed context")
+    session_context: list[SessionContextEntry] = Field(
+        default_factory=list,
+        description="In order, the records session context put right after the first results",
+    )
 
     def replay_ranking(self) -> list[str]:
         """Recompute the fused order of every candidate from the saved ranks and config alone."""

@@ -79,7 +79,7 @@ def open_embedded(
     if recover_pending:
         # Finish what a killed process committed but did not index.
         while deps.ledger.count_pending_work(None):
-            report = engine.process_pending()
+            report = engine.process_materializations()
             if report.processed == 0:
                 break
     return EmbeddedBackend(

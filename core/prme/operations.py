@@ -1,0 +1,662 @@
+"""The operations table: every use case PRME offers, declared once for every surface.
+
+Each entry names one operation and says where it is served: its engine method (always the
+operation's name), its HTTP route, its MCP tool and its `MemoryClient` method, who may call it
+(any owner, or an operator), its capability (the OpenAPI tag) and the text every surface shows
+(the OpenAPI summary and description, the MCP tool description, the client docstring). Field
+descriptions and examples live on the request and response models, not here.
+
+The HTTP routes, MCP tools and client methods are thin adapters registered under an entry;
+`tests/unit/test_operations_table.py` fails when a surface serves an operation the table does
+not list, misses one it lists, or names it differently.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+
+from prme.http import judgment_schemas, schemas
+from prme.model import bindings, feedback, inputs, quantities
+from prme.retrieval import receipts
+
+
+class Capability(StrEnum):
+    """What an operation is for; the OpenAPI tag of its route."""
+
+    MEMORIES = "memories"
+    PROCESSING = "processing"
+    LIFECYCLE = "lifecycle"
+    RECEIPTS = "receipts"
+    FEEDBACK = "feedback"
+    ALIASES = "aliases"
+    QUANTITIES = "quantities"
+    OPERATOR = "operator"
+
+
+CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
+    Capability.MEMORIES: "Store sources and memories, retrieve a context, read what is stored.",
+    Capability.PROCESSING: "Indexing and extraction state of each source, and processing passes.",
+    Capability.LIFECYCLE: "Forward-only lifecycle moves and supersedence of memory nodes.",
+    Capability.RECEIPTS: "Saved retrieval receipts: explain, replay, resolve tool arguments.",
+    Capability.FEEDBACK: "Relevance judgments and answer citations against saved retrievals.",
+    Capability.ALIASES: "Alias proposals between entity memories, their review and the links.",
+    Capability.QUANTITIES: "Exact totals of extracted amounts and counts, per unit.",
+    Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
+}
+
+
+class Caller(StrEnum):
+    """Who may invoke an operation."""
+
+    # Any authenticated key, acting for its own owner (or, as an operator key, for a user_id).
+    OWNER = "owner"
+    # Deployment and workers only: tenant-wide passes no owner key may start.
+    OPERATOR = "operator"
+
+
+class Errors(StrEnum):
+    """The HTTP error set an operation's route lists, besides its own `errors`."""
+
+    # 401, 403, 422, 503: every authenticated route that validates input and may meet an outage.
+    BASE = "base"
+    # BASE plus 404 (unknown or foreign id) and 500 (a stored record that cannot be read).
+    READ = "read"
+    # BASE plus 409 (Idempotency-Key reused) and a 503 that says whether the source was kept.
+    WRITE = "write"
+
+
+class Shape(StrEnum):
+    """How an operation's arguments and result look; the common shapes need no adapter code.
+
+    For a table-built shape, the HTTP route and the MCP tool are made from the entry alone
+    (`prme.http.table_routes`, `prme.mcp.server`): adding such an operation is one entry
+    and one engine method (and a typed `MemoryClient` method, when `client` is set).
+    """
+
+    # Anything else: the surfaces register a thin adapter under the operation's name.
+    ADAPTER = "adapter"
+    # Read one record by the id in the path: `engine.<name>(owner, id)`.
+    READ_ONE = "read_one"
+    # Move one node's lifecycle, idempotently: `engine.<name>(owner, id, idempotency_key=...)`.
+    MOVE_ONE = "move_one"
+    # Write a body that is the engine's input plus user_id: `engine.<name>(owner, input)`, with
+    # `idempotency_key=` when the route takes an Idempotency-Key (HTTP only: the MCP tools of
+    # these take flat arguments).
+    WRITE_BODY = "write_body"
+    # A page of the owner's records in id order: `engine.<name>(owner, limit=, after_id=)`.
+    LIST_PAGE = "list_page"
+
+
+# What each id in a route's path (and the same MCP tool argument) is.
+ID_DESCRIPTIONS: Mapping[str, str] = {
+    "event_id": "A source event's UUID, as returned by a store or ingest",
+    "node_id": "A memory node's UUID, as returned by a store, a retrieval or an event's nodes",
+    "request_id": "A retrieval's metrics.request_id, which names its saved receipt",
+    "feedback_id": "A relevance judgment's UUID",
+    "citation_id": "An answer-citation record's UUID",
+    "proposal_operation_id": "An alias proposal's id, as listed",
+}
+
+IDEMPOTENCY_KEY_DESCRIPTION = (
+    "A UUID you choose: a retry with the same key and the same input returns the first result "
+    "instead of writing twice; other input under a used key is refused (409)"
+)
+
+
+@dataclass(frozen=True)
+class HttpRoute:
+    method: Literal["GET", "POST", "PUT"]
+    path: str
+    errors: Errors = Errors.BASE
+    # Statuses this route adds to its error set, with what each means here.
+    extra_errors: Mapping[int, str] = field(default_factory=dict)
+    # Whether the route takes an Idempotency-Key header.
+    idempotency_key: bool = False
+
+
+@dataclass(frozen=True)
+class McpTool:
+    name: str
+    read_only: bool
+    destructive: bool = False
+    # Said once after the descriptions of the operations the tool serves.
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    capability: Capability
+    summary: str
+    description: str
+    caller: Caller = Caller.OWNER
+    # The HTTP body (path ids and query parameters aside); its fields carry the descriptions.
+    request: type[BaseModel] | None = None
+    # What the HTTP route returns (the MCP tool returns the same fields as JSON).
+    response: Any = None
+    # The engine's input model, for a WRITE_BODY operation: the request less user_id.
+    engine_input: type[BaseModel] | None = None
+    http: HttpRoute | None = None
+    mcp: McpTool | None = None
+    # Whether `MemoryClient` has a method of this name.
+    client: bool = True
+    shape: Shape = Shape.ADAPTER
+
+    @property
+    def engine_method(self) -> str:
+        return self.name
+
+    @property
+    def path_ids(self) -> tuple[str, ...]:
+        """The names of the ids in the route's path, in order."""
+        if self.http is None:
+            return ()
+        return tuple(re.findall(r"\{(\w+)\}", self.http.path))
+
+
+_MOVE_CONFLICT = {
+    409: "The node's state does not allow the move, or the Idempotency-Key was used for "
+    "another request"
+}
+_RECORD_REJECTED = (
+    "A label or citation names a node the saved retrieval did not expose that way, or the id "
+    "was already used for another judgment"
+)
+_AGGREGATE_TOOL = McpTool(
+    "memory_aggregate_quantities", read_only=True, note="Give question or query, not both."
+)
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    # -- memories --
+    Operation(
+        "store",
+        Capability.MEMORIES,
+        "Store one memory verbatim",
+        "Remember one piece of information exactly as given (a direct store). Returns event_id "
+        "(the immutable source), node_id (the memory) and processing_status (completed when the "
+        "memory is searchable).",
+        http=HttpRoute("POST", "/v1/store", Errors.WRITE, idempotency_key=True),
+        mcp=McpTool("memory_store", read_only=False),
+        request=schemas.StoreRequest,
+        response=schemas.StoreResponse,
+        engine_input=inputs.StoreInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "ingest",
+        Capability.MEMORIES,
+        "Keep a message and extract memories from it",
+        "Keep a message verbatim and derive grounded facts, entities and quantities from it.",
+        http=HttpRoute("POST", "/v1/ingest", Errors.WRITE, idempotency_key=True),
+        mcp=McpTool("memory_ingest", read_only=False),
+        request=schemas.IngestRequest,
+        response=schemas.IngestResponse,
+        engine_input=inputs.IngestInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "ingest_fast",
+        Capability.MEMORIES,
+        "Save a batch of raw sources",
+        "Save a batch of raw sources in one transaction, in order; process materializations "
+        "until pending is 0 to make them searchable.",
+        http=HttpRoute("POST", "/v1/ingest/fast", Errors.WRITE, idempotency_key=True),
+        mcp=McpTool("memory_ingest_fast", read_only=False),
+        request=schemas.FastIngestRequest,
+        response=schemas.FastIngestResponse,
+        engine_input=inputs.FastIngestInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "retrieve",
+        Capability.MEMORIES,
+        "Retrieve ranked memories and a packed context",
+        "Search memory (meaning and keywords) and pack the best memories into a "
+        "token-budgeted context. Answer from the context; each line's reference (m1, ...) maps "
+        "to a node id in the context references. Value bindings list typed values whose "
+        "presentation form appears in the context; their lookup forms are not shown: resolve "
+        "tool arguments with metrics.request_id to get them. That id also names the receipt "
+        "that explains and replays the ranking.",
+        http=HttpRoute("POST", "/v1/retrieve"),
+        mcp=McpTool("memory_retrieve", read_only=True),
+        request=schemas.RetrieveRequest,
+        response=schemas.RetrieveResponse,
+    ),
+    Operation(
+        "get_event",
+        Capability.MEMORIES,
+        "Read one source event",
+        "Read one source event verbatim (what was originally said).",
+        http=HttpRoute("GET", "/v1/events/{event_id}", Errors.READ),
+        mcp=McpTool("memory_get_event", read_only=True),
+        request=None,
+        response=schemas.EventResponse,
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "get_event_nodes",
+        Capability.MEMORIES,
+        "List the memory nodes derived from an event",
+        "Every memory node derived from one source event.",
+        http=HttpRoute("GET", "/v1/events/{event_id}/nodes", Errors.READ),
+        request=None,
+        response=list[schemas.NodeResponse],
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "get_node",
+        Capability.MEMORIES,
+        "Read one memory node",
+        "Read one memory node: content, type, lifecycle, provenance, dates, evidence.",
+        http=HttpRoute("GET", "/v1/nodes/{node_id}", Errors.READ),
+        mcp=McpTool("memory_get_node", read_only=True),
+        request=None,
+        response=schemas.NodeResponse,
+        shape=Shape.READ_ONE,
+    ),
+    # -- processing --
+    Operation(
+        "get_processing_status",
+        Capability.PROCESSING,
+        "Processing state of an event",
+        "Whether an event's memories are indexed, with every work item behind that state.",
+        http=HttpRoute("GET", "/v1/events/{event_id}/processing-status", Errors.READ),
+        request=None,
+        response=schemas.ProcessingStatusResponse,
+    ),
+    Operation(
+        "get_extraction_status",
+        Capability.PROCESSING,
+        "Extraction state of an event",
+        "Whether extraction from an ingested message has finished, with its work items.",
+        http=HttpRoute("GET", "/v1/events/{event_id}/extraction-status", Errors.READ),
+        request=None,
+        response=schemas.ExtractionStatusResponse,
+    ),
+    Operation(
+        "retry_extraction",
+        Capability.PROCESSING,
+        "Retry a failed extraction",
+        "Queue extraction of an ingested message again after it failed; returns its state.",
+        http=HttpRoute("POST", "/v1/events/{event_id}/retry-extraction", Errors.READ),
+        request=None,
+        response=schemas.ExtractionStatusResponse,
+    ),
+    Operation(
+        "process_materializations",
+        Capability.PROCESSING,
+        "Build and index pending memories",
+        "Build and index the owner's pending memories within a time budget; returns processed, "
+        "pending, failed, and budget_ms (the time the pass was given; budget_lowered when less "
+        "than asked).",
+        http=HttpRoute("POST", "/v1/materializations/process"),
+        mcp=McpTool("memory_process_materializations", read_only=False),
+        request=schemas.MaterializationRequest,
+        response=schemas.MaterializationResponse,
+    ),
+    Operation(
+        "process_extractions",
+        Capability.PROCESSING,
+        "Run pending extractions",
+        "Run the owner's pending extractions within a time budget; returns processed, pending "
+        "and failed counts.",
+        http=HttpRoute("POST", "/v1/extractions/process"),
+        request=schemas.MaterializationRequest,
+        response=schemas.MaterializationResponse,
+    ),
+    # -- lifecycle --
+    Operation(
+        "promote",
+        Capability.LIFECYCLE,
+        "Promote a tentative memory to stable",
+        "Promote a tentative memory to stable once it is confirmed.",
+        http=HttpRoute("PUT", "/v1/nodes/{node_id}/promote", Errors.READ, _MOVE_CONFLICT),
+        mcp=McpTool("memory_promote", read_only=False),
+        request=None,
+        response=schemas.NodeResponse,
+        shape=Shape.MOVE_ONE,
+    ),
+    Operation(
+        "archive",
+        Capability.LIFECYCLE,
+        "Archive a memory",
+        "Archive a memory: it leaves default retrieval; its source stays.",
+        http=HttpRoute("PUT", "/v1/nodes/{node_id}/archive", Errors.READ, _MOVE_CONFLICT),
+        mcp=McpTool("memory_archive", read_only=False, destructive=True),
+        request=None,
+        response=schemas.NodeResponse,
+        shape=Shape.MOVE_ONE,
+    ),
+    Operation(
+        "reinforce",
+        Capability.LIFECYCLE,
+        "Record a confirmation of a memory",
+        "Record one more confirmation of a memory.",
+        http=HttpRoute("PUT", "/v1/nodes/{node_id}/reinforce", Errors.READ, _MOVE_CONFLICT),
+        mcp=McpTool("memory_reinforce", read_only=False),
+        request=schemas.ReinforceRequest,
+        response=schemas.NodeResponse,
+    ),
+    Operation(
+        "supersede",
+        Capability.LIFECYCLE,
+        "Replace a memory with a newer one",
+        "Mark a memory as replaced by a newer one (store the correction first).",
+        http=HttpRoute("POST", "/v1/supersedences", Errors.READ, _MOVE_CONFLICT),
+        mcp=McpTool("memory_supersede", read_only=False),
+        request=schemas.SupersedenceRequest,
+        response=list[schemas.NodeResponse],
+    ),
+    # -- receipts --
+    Operation(
+        "get_retrieval_receipt",
+        Capability.RECEIPTS,
+        "Read a retrieval's receipt",
+        "The saved receipt of a retrieval: every candidate's ranks and scores, the "
+        "configuration and the context checksum, enough to explain and replay the ranking.",
+        http=HttpRoute("GET", "/v1/retrievals/{request_id}", Errors.READ),
+        mcp=McpTool("memory_get_retrieval_receipt", read_only=True),
+        request=None,
+        response=receipts.RetrievalReceipt,
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "replay_retrieval",
+        Capability.RECEIPTS,
+        "Replay a retrieval from its receipt",
+        "Recompute a saved retrieval's ranking and context from its receipt and say whether "
+        "they match.",
+        http=HttpRoute("GET", "/v1/retrievals/{request_id}/replay", Errors.READ),
+        request=None,
+        response=feedback.ReplayReport,
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "resolve_tool_arguments",
+        Capability.RECEIPTS,
+        "Resolve tool arguments to exact lookup forms",
+        "Prepare a tool call's arguments with the exact value-binding rule. Every complete "
+        "string value equal to a presentation form visible in that retrieval's context is "
+        "replaced by its lookup form; nothing else changes (no partial, fuzzy or "
+        "case-insensitive matching). `binding_uses` says what matched where (JSON pointers). A "
+        "value that maps to different lookups is an error instead of a guess.",
+        http=HttpRoute(
+            "POST",
+            "/v1/retrievals/{request_id}/resolve-tool-arguments",
+            Errors.READ,
+            {
+                400: "A value matches presentations visible with different lookups, or the "
+                "arguments are not a finite JSON object"
+            },
+        ),
+        mcp=McpTool("memory_resolve_tool_arguments", read_only=True),
+        request=judgment_schemas.ResolveToolArgumentsRequest,
+        response=bindings.ToolArgumentResolution,
+    ),
+    # -- feedback --
+    Operation(
+        "record_relevance",
+        Capability.FEEDBACK,
+        "Record relevance judgments",
+        "Save the user's explicit judgment of which retrieved memories were relevant.",
+        http=HttpRoute("POST", "/v1/relevance", Errors.READ, {400: _RECORD_REJECTED}),
+        mcp=McpTool("memory_record_relevance", read_only=False),
+        request=judgment_schemas.RelevanceRequest,
+        response=feedback.RelevanceRecord,
+        engine_input=feedback.RelevanceInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "list_relevance",
+        Capability.FEEDBACK,
+        "List relevance judgments",
+        "The owner's relevance judgments, a page at a time in id order.",
+        http=HttpRoute("GET", "/v1/relevance", Errors.READ),
+        request=None,
+        response=feedback.RelevancePage,
+        shape=Shape.LIST_PAGE,
+    ),
+    Operation(
+        "get_relevance",
+        Capability.FEEDBACK,
+        "Read one relevance judgment",
+        "One saved relevance judgment.",
+        http=HttpRoute("GET", "/v1/relevance/{feedback_id}", Errors.READ),
+        request=None,
+        response=feedback.RelevanceRecord,
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "record_answer_citations",
+        Capability.FEEDBACK,
+        "Record an answer's citations",
+        "Record which memories from a retrieval's context supported an answer.",
+        http=HttpRoute(
+            "POST",
+            "/v1/answer-citations",
+            Errors.READ,
+            {
+                400: "A cited node is not a content-bearing entry of the saved context",
+                409: "citation_id was already used with other input",
+            },
+        ),
+        mcp=McpTool("memory_record_answer_citations", read_only=False),
+        request=judgment_schemas.AnswerCitationRequest,
+        response=feedback.AnswerCitationRecord,
+        engine_input=feedback.AnswerCitationInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "list_answer_citations",
+        Capability.FEEDBACK,
+        "List answer citations",
+        "The owner's answer citations, a page at a time in id order.",
+        http=HttpRoute("GET", "/v1/answer-citations", Errors.READ),
+        request=None,
+        response=feedback.AnswerCitationPage,
+        shape=Shape.LIST_PAGE,
+    ),
+    Operation(
+        "get_answer_citations",
+        Capability.FEEDBACK,
+        "Read one answer's citations",
+        "One saved answer-citation record.",
+        http=HttpRoute("GET", "/v1/answer-citations/{citation_id}", Errors.READ),
+        request=None,
+        response=feedback.AnswerCitationRecord,
+        shape=Shape.READ_ONE,
+    ),
+    # -- aliases --
+    Operation(
+        "list_alias_proposals",
+        Capability.ALIASES,
+        "List alias proposals",
+        "Pairs of entity memories that may name the same thing, with evidence and any review. "
+        "Proposals are advice: nothing is linked until reviewed.",
+        http=HttpRoute("GET", "/v1/alias-proposals"),
+        mcp=McpTool("memory_list_alias_proposals", read_only=True),
+        request=None,
+        response=judgment_schemas.AliasProposalListResponse,
+    ),
+    Operation(
+        "review_alias_proposal",
+        Capability.ALIASES,
+        "Accept or reject an alias proposal",
+        "Accept (adds a verified alias link, merges nothing) or reject an alias proposal. Only "
+        "act on a person's explicit decision.",
+        http=HttpRoute(
+            "POST",
+            "/v1/alias-proposals/{proposal_operation_id}/review",
+            Errors.READ,
+            {
+                409: "The proposal was already reviewed with another decision, or a node "
+                "changed since it was assessed (stale)"
+            },
+        ),
+        mcp=McpTool("memory_review_alias_proposal", read_only=False),
+        request=judgment_schemas.AliasReviewRequest,
+        response=judgment_schemas.AliasProposalResponse,
+    ),
+    Operation(
+        "get_node_edges",
+        Capability.ALIASES,
+        "List a node's edges",
+        "The edges of one memory node, such as the verified alias links an accepted proposal "
+        "created.",
+        http=HttpRoute("GET", "/v1/nodes/{node_id}/edges", Errors.READ),
+        request=None,
+        response=list[judgment_schemas.EdgeResponse],
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "propose_aliases",
+        Capability.ALIASES,
+        "Scan entity names for alias proposals",
+        "Scan the owner's entity names for alias proposals within a budget; an unfinished scan "
+        "continues on the next call.",
+    ),
+    # -- quantities: one MCP tool serves both, taking a question or a structured query --
+    Operation(
+        "aggregate_quantities",
+        Capability.QUANTITIES,
+        "Total matching quantities per unit",
+        "Exact totals of amounts and counts extracted from the owner's messages, per unit "
+        "(never converted), each value re-checked against its source.",
+        http=HttpRoute("POST", "/v1/quantities/aggregate"),
+        mcp=_AGGREGATE_TOOL,
+        request=judgment_schemas.QuantityAggregationRequest,
+        response=quantities.QuantityAggregation,
+    ),
+    Operation(
+        "aggregate_quantities_text",
+        Capability.QUANTITIES,
+        "Answer a supported quantity question",
+        "Plan a supported question (such as 'How much did I raise?') and aggregate; "
+        "unsupported wording reads no memory.",
+        http=HttpRoute("POST", "/v1/quantities/aggregate-text"),
+        mcp=_AGGREGATE_TOOL,
+        request=judgment_schemas.QuantityQuestionRequest,
+        response=quantities.QuantityQuestionAnswer,
+    ),
+    # -- operator: tenant-wide passes for deployments and workers --
+    Operation(
+        "reindex",
+        Capability.OPERATOR,
+        "Rebuild an owner's search index entries",
+        "Rebuild every search index entry of one owner from the ledger.",
+        caller=Caller.OPERATOR,
+    ),
+    Operation(
+        "ingest_import",
+        Capability.OPERATOR,
+        "Save one bulk-import batch",
+        "Save one batch of a bulk import (the ingest queue's consumer) under its import key.",
+        caller=Caller.OPERATOR,
+        client=False,
+    ),
+    Operation(
+        "process_queued",
+        Capability.OPERATOR,
+        "Process announced work items",
+        "Process the work items a queue delivered (the work consumers).",
+        caller=Caller.OPERATOR,
+        client=False,
+    ),
+    Operation(
+        "fail_work",
+        Capability.OPERATOR,
+        "Fail a work item for good",
+        "Mark a work item failed for good (a dead-lettered message).",
+        caller=Caller.OPERATOR,
+        client=False,
+    ),
+    Operation(
+        "sweep_overdue",
+        Capability.OPERATOR,
+        "Re-announce overdue work",
+        "Re-announce overdue queued work of every family; fail what stays overdue.",
+        caller=Caller.OPERATOR,
+        client=False,
+    ),
+    Operation(
+        "archive_expired",
+        Capability.OPERATOR,
+        "Archive expired memories",
+        "Archive memories whose TTL has passed, a batch at a time.",
+        caller=Caller.OPERATOR,
+        client=False,
+    ),
+    Operation(
+        "list_owners",
+        Capability.OPERATOR,
+        "List a tenant's owners",
+        "Every owner of a tenant with stored events (for reindexing a tenant).",
+        caller=Caller.OPERATOR,
+        client=False,
+    ),
+)
+
+BY_NAME: Mapping[str, Operation] = {operation.name: operation for operation in OPERATIONS}
+
+
+def operation(name: str) -> Operation:
+    """The table's entry of `name`; a KeyError names an operation the table does not declare."""
+    return BY_NAME[name]
+
+
+def mcp_tool(tool_name: str) -> McpTool:
+    """The table's declaration of an MCP tool; a KeyError names a tool the table does not list."""
+    for op in OPERATIONS:
+        if op.mcp is not None and op.mcp.name == tool_name:
+            return op.mcp
+    raise KeyError(tool_name)
+
+
+def mcp_description(tool_name: str) -> str:
+    """The description of an MCP tool: the descriptions of every operation it serves."""
+    served = [op for op in OPERATIONS if op.mcp is not None and op.mcp.name == tool_name]
+    if not served:
+        raise KeyError(tool_name)
+    note = served[0].mcp.note if served[0].mcp is not None else ""
+    return "\n\n".join([op.description for op in served] + ([note] if note else []))
+
+
+def client_docstring(name: str, note: str | None = None) -> str:
+    """A `MemoryClient` method's docstring: the operation's summary and description, the
+    method's own note (what differs in Python), and what each field of the request means."""
+    op = BY_NAME[name]
+    parts = [f"{op.summary}.", op.description]
+    if note:
+        parts.append(inspect.cleandoc(note))
+    if op.request is not None:
+        fields = [
+            f"    {field_name}: {info.description}"
+            for field_name, info in op.request.model_fields.items()
+            if info.description
+        ]
+        if fields:
+            parts.append("Arguments:\n" + "\n".join(fields))
+    return "\n\n".join(parts)
+
+
+def presented(response: Any, result: Any) -> Any:
+    """What a table-built surface returns for an engine result: a list item by item; a record
+    through its response model's `of`; a result object by its attributes; a model the engine
+    returns goes as it is."""
+    if get_origin(response) is list:
+        (item,) = get_args(response)
+        return [presented(item, each) for each in result]
+    if isinstance(result, response):
+        return result
+    of = getattr(response, "of", None)
+    if of is not None:
+        return of(result)
+    return response.model_validate(result, from_attributes=True)
