@@ -175,7 +175,7 @@ def propose_aliases(
     else:
         seen: dict[OwnerKey, None] = {}
         for item in deps.ledger.list_pending_work(None, ALIAS_WORK_BATCH, family="alias"):
-            seen.setdefault(OwnerKey(tenant_id=item.tenant_id, owner_id=item.owner_id), None)
+            seen.setdefault(item.owner, None)
         owners = list(seen)
     scans: list[OwnerScan] = []
     for position, key in enumerate(owners):
