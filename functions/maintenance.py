@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC, queue_specs
 from prme.engine.aliases import AliasScanBudget
-from prme.engine.materialize import SWEPT_FAMILIES
+from prme.engine.work_dispatch import SWEPT_FAMILIES
 from prme.model.enums import WorkFamily
 
 # The alias scan may compare names for this share of the time left after the other

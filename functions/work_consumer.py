@@ -26,9 +26,7 @@ from functions.runtime import backend, invocation_deadline, logger, metrics, set
 from prme.backends.aws.resources import queue_specs
 from prme.engine.work_refs import WorkRef
 from prme.errors import PrmeError
-
-# Reported on a work item whose message reached its queue's last allowed receive.
-RETRIES_EXHAUSTED = "retries_exhausted"
+from prme.model.enums import WorkFailure
 
 
 class WorkConsumer:
@@ -55,7 +53,7 @@ class WorkConsumer:
             receives = int(record.attributes.approximate_receive_count)
             spec = queue_specs(settings().queue_prefix)[self.purpose]
             if receives >= spec.max_receive_count:
-                engine.fail_work(ref, RETRIES_EXHAUSTED)
+                engine.fail_work(ref, WorkFailure.RETRIES_EXHAUSTED)
                 metrics.add_metric(name="WorkFailed", unit=MetricUnit.Count, value=1)
             logger.warning(
                 "work deferred", extra={"work_id": ref.work_id, "reason": type(exc).__name__}

@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from prme.composition import open_backend
 from prme.engine.aliases import AliasScanReport
-from prme.engine.extraction import IngestResult
 from prme.engine.identity import Principal, resolve_owner
+from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
-from prme.engine.materialize import ProcessingReport
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.engine.store import StoreResult
+from prme.engine.work_dispatch import ProcessingReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from prme.model.enums import WorkFailure
 from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value, excerpt
 
 # A 422 names at most this many problems; each message is quoted at most this long.
@@ -182,7 +183,9 @@ class ExtractionUnavailableError(PrmeError):
 
     default_detail = "Extraction is unavailable"
 
-    def __init__(self, detail: str | None = None, *, reason_code: str = "ExtractionFailed") -> None:
+    def __init__(
+        self, detail: str | None = None, *, reason_code: WorkFailure = WorkFailure.EXTRACTION_FAILED
+    ) -> None:
         super().__init__(detail)
         self.reason_code = reason_code
 
@@ -213,7 +216,7 @@ class CorruptRecordError(PrmeError):
 
     default_detail = "This record cannot be read; it is quarantined and was left unchanged"
     # What a work item that needed the record says in `last_error`.
-    reason_code = "CorruptRecord"
+    reason_code = WorkFailure.CORRUPT_RECORD
 
     def __init__(self, kind: str, record_id: str) -> None:
         super().__init__()
@@ -228,7 +231,7 @@ class ProcessingIncompleteError(PrmeError):
         "Source saved; processing did not complete. Inspect its status and retry the saved work."
     )
 
-    def __init__(self, event_id: str, reason_code: str) -> None:
+    def __init__(self, event_id: str, reason_code: WorkFailure) -> None:
         super().__init__()
         self.event_id = event_id
         self.reason_code = reason_code

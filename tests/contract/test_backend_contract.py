@@ -160,7 +160,7 @@ def test_index_upsert_replaces_by_node_id(any_backend: Harness) -> None:
     h = any_backend
     result = store(h, "original words here")
     node = h.engine.get_node(ALICE, result.node_id)
-    from prme.engine.materialize import index_document
+    from prme.engine.indexing import index_document
 
     vector = h.embedder.embed(["replacement text"])[0]
     h.index.upsert(

@@ -105,14 +105,13 @@ def make_commit(
         created_at=at,
         payload={"node_id": node.id},
     )
-    work = WorkItem(
-        id=f"work-{n:04d}",
-        kind=WorkKind.INDEX_NODE,
+    work = WorkItem.queued(
+        WorkKind.INDEX_NODE,
+        work_id=f"work-{n:04d}",
+        owner=owner,
         event_id=event_id,
         node_id=node.id,
-        created_at=at,
-        updated_at=at,
-        **ids,
+        now=at,
     )
     return StoreCommit(event=event, node=node, journal=journal, work=work)
 

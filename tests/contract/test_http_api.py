@@ -14,7 +14,7 @@ from prme.embedding.hashing import HashingEmbedder
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
-from prme.model.enums import CredentialRole
+from prme.model.enums import CredentialRole, WorkFailure
 from tests.conftest import TOKEN_COUNTER
 from tests.contract.http_support import TENANT, Api, bearer
 
@@ -487,7 +487,7 @@ def test_failed_waiting_ingest_answers_the_accepted_503_receipt(tmp_path: Path) 
 
         def extract(self, text: str, *, reference_time: datetime) -> Extraction:
             raise ExtractionUnavailableError(
-                "upstream said: quota for sk-123", reason_code="Timeout"
+                "upstream said: quota for sk-123", reason_code=WorkFailure.EXTRACTOR_TIMEOUT
             )
 
     backend = open_embedded(tmp_path / "d", embedder=HashingEmbedder(), token_counter=TOKEN_COUNTER)

@@ -10,7 +10,7 @@ import pytest
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.errors import ConflictError, ExtractionUnavailableError, ProcessingIncompleteError
-from prme.model.enums import NodeType, ProcessingStatus
+from prme.model.enums import NodeType, ProcessingStatus, WorkFailure
 from prme.model.extraction import Extraction
 from prme.model.inputs import IngestInput, RetrieveInput
 from tests.conftest import ALICE, Harness
@@ -26,7 +26,9 @@ class FailingExtractor:
     name = "failing"
 
     def extract(self, text: str, *, reference_time: datetime) -> Extraction:
-        raise ExtractionUnavailableError("provider said something secret", reason_code="Timeout")
+        raise ExtractionUnavailableError(
+            "provider said something secret", reason_code=WorkFailure.EXTRACTOR_TIMEOUT
+        )
 
 
 def with_extractor(h: Harness, extractor: Any) -> MemoryEngine:

@@ -23,7 +23,7 @@ from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, index_body, index_
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.memory import InMemoryIndex
 from prme.engine.config import EngineConfig
-from prme.engine.materialize import index_nodes, session_context_vector
+from prme.engine.indexing import index_nodes, session_context_vector
 from prme.engine.vector_input import vector_segments
 from prme.errors import IndexUnavailableError
 from prme.model.enums import (

@@ -13,21 +13,18 @@ from prme.backends.clock import ManualClock
 from prme.engine.work_refs import WorkRef
 from prme.errors import InvalidRequestError, StorageUnavailableError
 from prme.model.enums import WorkKind
-from prme.model.records import WorkItem
+from prme.model.records import OwnerKey, WorkItem
 from tests.aws_support import AwsNames, boto_client
 
 
 def work_item(i: int) -> WorkItem:
-    now = ManualClock().now()
-    return WorkItem(
-        id=f"w{i}",
-        tenant_id="t1",
-        owner_id="alice",
-        kind=WorkKind.INDEX_NODE,
+    return WorkItem.queued(
+        WorkKind.INDEX_NODE,
+        work_id=f"w{i}",
+        owner=OwnerKey(tenant_id="t1", owner_id="alice"),
         event_id=f"e{i}",
         node_id=f"n{i}",
-        created_at=now,
-        updated_at=now,
+        now=ManualClock().now(),
     )
 
 

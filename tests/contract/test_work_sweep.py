@@ -4,10 +4,10 @@ number of times, then failed with its reason, visible in the status reads."""
 from __future__ import annotations
 
 from prme.engine.deps import EngineDeps
-from prme.engine.materialize import MAX_SWEEPS, SOURCE_MISSING, SWEEPS_EXHAUSTED
 from prme.engine.service import MemoryEngine
+from prme.engine.work_dispatch import MAX_SWEEPS
 from prme.engine.work_refs import WorkRef
-from prme.model.enums import ProcessingStatus, WorkKind, WorkStatus
+from prme.model.enums import ProcessingStatus, WorkFailure, WorkKind, WorkStatus
 from prme.model.inputs import IngestInput
 from tests.conftest import ALICE, Harness
 from tests.contract.test_backend_contract import SwitchableIndex
@@ -55,7 +55,7 @@ def test_overdue_work_of_every_kind_is_announced_again_then_failed_with_its_reas
         h.engine.get_extraction_status(ALICE, event_id),
     ):
         assert status is ProcessingStatus.FAILED
-        assert [w.last_error for w in items] == [SWEEPS_EXHAUSTED]
+        assert [w.last_error for w in items] == [WorkFailure.SWEEPS_EXHAUSTED]
     # Failed is final for the sweeper; a retry of the extraction starts it afresh.
     h.clock.advance(seconds=OVERDUE_S + 1)
     assert h.engine.sweep_overdue(overdue_seconds=OVERDUE_S).announced == 0
@@ -111,9 +111,11 @@ def test_redriven_work_that_can_never_succeed_stays_failed(any_backend: Harness)
     h = any_backend
     event_id = _ingest_while_the_index_is_down(h)
     _, (item,) = h.engine.get_processing_status(ALICE, event_id)
-    gone = item.model_copy(update={"status": WorkStatus.FAILED, "last_error": SOURCE_MISSING})
+    gone = item.model_copy(
+        update={"status": WorkStatus.FAILED, "last_error": WorkFailure.SOURCE_MISSING}
+    )
     h.ledger.save_work(gone)
     report = h.engine.process_queued([WorkRef.of(gone)])
     assert report.processed == 0
     status, (after,) = h.engine.get_processing_status(ALICE, event_id)
-    assert (status, after.last_error) == (ProcessingStatus.FAILED, SOURCE_MISSING)
+    assert (status, after.last_error) == (ProcessingStatus.FAILED, WorkFailure.SOURCE_MISSING)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from prme.engine.work_refs import WorkRef
-from prme.model.enums import NodeType, ProcessingStatus
+from prme.model.enums import NodeType, ProcessingStatus, WorkFailure
 from prme.model.inputs import StoreInput
 from tests.integration.lambda_support import (
     ALICE,
@@ -181,7 +181,7 @@ def test_maintenance_announces_overdue_work_of_every_kind_once_its_queue_gave_up
 ) -> None:
     from functions import maintenance, runtime
     from prme.backends.aws.resources import queue_specs
-    from prme.engine.materialize import MAX_SWEEPS, SWEEPS_EXHAUSTED
+    from prme.engine.work_dispatch import MAX_SWEEPS
     from prme.model.inputs import IngestInput
 
     specs = queue_specs(deployed.names.queue_prefix)
@@ -216,7 +216,7 @@ def test_maintenance_announces_overdue_work_of_every_kind_once_its_queue_gave_up
     assert (result["overdue_announced"], result["overdue_failed"]) == (0, 1)
     status, [failed] = engine.get_extraction_status(ALICE, lost.event_id)
     assert status is ProcessingStatus.FAILED
-    assert failed.last_error == SWEEPS_EXHAUSTED
+    assert failed.last_error == WorkFailure.SWEEPS_EXHAUSTED
 
 
 def test_maintenance_proposes_aliases_for_new_entities(deployed: Deployed) -> None:
@@ -281,7 +281,7 @@ def test_extraction_that_keeps_failing_ends_failed_on_the_extract_queues_last_re
         name = "down"
 
         def extract(self, text: str, *, reference_time: datetime) -> Extraction:
-            raise ExtractionUnavailableError(reason_code="ProviderError")
+            raise ExtractionUnavailableError(reason_code=WorkFailure.EXTRACTOR_PROVIDER_ERROR)
 
     # Given an extract queue that dead-letters sooner than the materialize queue
     specs = queue_specs(deployed.names.queue_prefix)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from prme.backends.embedded.sqlite_index import _blob, _from_blob
-from prme.engine.materialize import session_context_vector
+from prme.engine.indexing import session_context_vector
 
 
 def unit(rng: np.random.Generator, dim: int = 384) -> tuple[float, ...]:

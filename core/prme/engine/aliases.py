@@ -56,7 +56,7 @@ from prme.model.aliases import (
     AliasStatus,
     NodeAssessment,
 )
-from prme.model.enums import INACTIVE_LIFECYCLE_STATES, NodeType, Scope, WorkStatus
+from prme.model.enums import INACTIVE_LIFECYCLE_STATES, NodeType, Scope
 from prme.model.records import (
     EXTRACTION_METADATA_KEY,
     JournalRecord,
@@ -175,7 +175,7 @@ def propose_aliases(
     else:
         seen: dict[OwnerKey, None] = {}
         for item in deps.ledger.list_pending_work(None, ALIAS_WORK_BATCH, family="alias"):
-            seen.setdefault(OwnerKey(tenant_id=item.tenant_id, owner_id=item.owner_id), None)
+            seen.setdefault(item.owner, None)
         owners = list(seen)
     scans: list[OwnerScan] = []
     for position, key in enumerate(owners):
@@ -197,9 +197,7 @@ def propose_aliases(
             now = deps.clock.now()
             for item in work:
                 if scan.scan_started_at is None or item.created_at < scan.scan_started_at:
-                    deps.ledger.save_work(
-                        item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
-                    )
+                    deps.ledger.save_work(item.succeeded(now))
     return AliasScanReport(
         owners_scanned=len(scans),
         proposals_created=sum(s.proposals_created for s in scans),

@@ -1,49 +1,22 @@
-"""Ingest with extraction: keep the message verbatim, then derive grounded memories from it.
-
-The source and its raw note are committed first, with a saved extraction work item. The
-extraction runs inline when the caller waits, otherwise through the queue or a processing
-pass; it is retried until it succeeds or its attempts run out. Artifacts become nodes
-(and edges between named entities) linked to the source event, committed in one change.
-"""
+"""Extraction work: run the extractor on an item's source and commit what it found as nodes
+(and edges between named entities) linked to the source, in one change; a failed attempt is
+retried under the work retry rule."""
 
 from __future__ import annotations
 
-import contextlib
-import time
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from prme.engine.deadlines import pass_budget_ms
 from prme.engine.deps import EngineDeps
+from prme.engine.indexing import index_nodes
 from prme.engine.inference import infer_source_type
-from prme.engine.materialize import (
-    EXTRACTION_SOURCE_MISSING,
-    MAX_WORK_ATTEMPTS,
-    ProcessingReport,
-    index_nodes,
-)
-from prme.engine.reads import summarize_work
-from prme.engine.store import StoreResult, alias_scan_work, store_memory
-from prme.errors import (
-    ConflictError,
-    CorruptRecordError,
-    ExtractionUnavailableError,
-    PrmeError,
-    ProcessingIncompleteError,
-)
+from prme.engine.store import alias_scan_work
+from prme.engine.work_retry import after_failed_attempt
+from prme.errors import ConflictError, CorruptRecordError, ExtractionUnavailableError
 from prme.model.canonical import sha256_text
-from prme.model.enums import (
-    EpistemicType,
-    LifecycleState,
-    NodeType,
-    ProcessingStatus,
-    WorkKind,
-    WorkStatus,
-)
+from prme.model.enums import EpistemicType, LifecycleState, NodeType, WorkFailure
 from prme.model.extraction import Extraction
-from prme.model.inputs import IngestInput, StoreInput
 from prme.model.records import (
     EXTRACTION_METADATA_KEY,
     Event,
@@ -52,141 +25,18 @@ from prme.model.records import (
     MemoryNode,
     NodeChange,
     OwnerKey,
-    StoreCommit,
     WorkItem,
 )
 
-INGEST_OPERATION = "ingest"
 EXTRACTION_JOURNAL = "extraction"
 # Nodes (two writes each with their event link), edges, journal and work fit one transaction.
 MAX_ARTIFACT_NODES = 30
 MAX_ARTIFACT_EDGES = 20
-# Failures no retry can fix: the item is failed at once, and a queue need not redeliver it.
 
 
-@dataclass(frozen=True)
-class IngestResult:
-    event_id: str
-    node_id: str | None
-    processing_status: ProcessingStatus
-    extraction_status: ProcessingStatus
-
-
-def ingest_message(
-    deps: EngineDeps, owner: OwnerKey, request: IngestInput, idempotency_key: str | None = None
-) -> IngestResult:
-    raw = StoreInput(
-        content=request.content,
-        role=request.role,
-        speaker=request.speaker,
-        session_id=request.session_id,
-        scope=request.scope,
-        metadata=request.metadata,
-        event_time=request.event_time,
-    )
-
-    def extraction_work(commit: StoreCommit) -> tuple[WorkItem, ...]:
-        now = deps.clock.now()
-        return (
-            WorkItem(
-                id=deps.ids(),
-                tenant_id=owner.tenant_id,
-                owner_id=owner.owner_id,
-                kind=WorkKind.EXTRACT,
-                event_id=commit.event.id,
-                node_id=commit.node.id,
-                created_at=now,
-                updated_at=now,
-            ),
-        )
-
-    # The key binds the whole request, wait flag included, under the ingest operation.
-    stored: StoreResult = store_memory(
-        deps,
-        owner,
-        raw,
-        idempotency_key,
-        operation=INGEST_OPERATION,
-        digest_of=request,
-        extra_work=extraction_work,
-    )
-    pending = deps.ledger.list_pending_work(owner, 1000, family="extract")
-    mine = [w for w in pending if w.event_id == stored.event_id]
-    if request.wait_for_extraction and mine:
-        failure = run_extractions(deps, owner, mine)
-        if failure is not None:
-            raise ProcessingIncompleteError(stored.event_id, failure)
-    elif mine:
-        with contextlib.suppress(PrmeError):
-            deps.queue.enqueue(mine)
-    status, _ = extraction_status(deps, owner, stored.event_id)
-    return IngestResult(
-        event_id=stored.event_id,
-        node_id=stored.node_id,
-        processing_status=stored.processing_status,
-        extraction_status=status,
-    )
-
-
-def extraction_status(
-    deps: EngineDeps, owner: OwnerKey, event_id: str
-) -> tuple[ProcessingStatus, list[WorkItem]]:
-    items = [w for w in deps.ledger.list_event_work(owner, event_id) if w.kind is WorkKind.EXTRACT]
-    return summarize_work(items), items
-
-
-def retry_extraction(deps: EngineDeps, owner: OwnerKey, event_id: str) -> None:
-    """Give failed extraction work of a source a fresh set of attempts."""
-    now = deps.clock.now()
-    _, items = extraction_status(deps, owner, event_id)
-    revived = [
-        w.model_copy(
-            update={
-                "status": WorkStatus.PENDING,
-                "attempts": 0,
-                "last_error": None,
-                "updated_at": now,
-            }
-        )
-        for w in items
-        if w.status is WorkStatus.FAILED
-    ]
-    for item in revived:
-        deps.ledger.save_work(item)
-    if revived:
-        with contextlib.suppress(PrmeError):
-            deps.queue.enqueue(revived)
-
-
-def process_extractions(
-    deps: EngineDeps, owner: OwnerKey | None, *, budget_ms: int | None = None
-) -> ProcessingReport:
-    """One bounded pass over pending extraction work."""
-    budget_ms = pass_budget_ms(budget_ms)
-    if budget_ms == 0:
-        return ProcessingReport(
-            processed=0, pending=deps.ledger.count_pending_work(owner, family="extract"), failed=0
-        )
-    started = time.monotonic()
-    processed = failed = 0
-    for item in deps.ledger.list_pending_work(owner, deps.config.work_batch_size, family="extract"):
-        if budget_ms is not None and (time.monotonic() - started) * 1000 >= budget_ms:
-            break
-        item_owner = OwnerKey(tenant_id=item.tenant_id, owner_id=item.owner_id)
-        if run_extractions(deps, item_owner, [item]) is None:
-            processed += 1
-        else:
-            failed += 1
-    return ProcessingReport(
-        processed=processed,
-        pending=deps.ledger.count_pending_work(owner, family="extract"),
-        failed=failed,
-    )
-
-
-def run_extractions(deps: EngineDeps, owner: OwnerKey, items: list[WorkItem]) -> str | None:
-    """Extract each item's source; None when all succeeded, else the last failure category."""
-    failure: str | None = None
+def run_extractions(deps: EngineDeps, owner: OwnerKey, items: list[WorkItem]) -> WorkFailure | None:
+    """Extract each item's source; None when all succeeded, else the last failure."""
+    failure: WorkFailure | None = None
     for item in items:
         reason = _run_one(deps, owner, item)
         if reason is not None:
@@ -194,26 +44,23 @@ def run_extractions(deps: EngineDeps, owner: OwnerKey, items: list[WorkItem]) ->
     return failure
 
 
-def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
+def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> WorkFailure | None:
     try:
         event = deps.ledger.get_event(owner, item.event_id)
-    except CorruptRecordError as exc:
+    except CorruptRecordError:
         # Quarantined: no retry can read it, so the item fails now and the pass goes on.
-        _record_failure(deps, item, exc.reason_code, final=True)
-        return exc.reason_code
+        return _record_failure(deps, item, WorkFailure.CORRUPT_RECORD)
     if event is None:
-        _record_failure(deps, item, EXTRACTION_SOURCE_MISSING, final=True)
-        return EXTRACTION_SOURCE_MISSING
-    reference = event.event_time or event.ingested_at
+        return _record_failure(deps, item, WorkFailure.EXTRACTION_SOURCE_MISSING)
+    reference = event.effective_time
     try:
         extraction = deps.extractor.extract(event.content, reference_time=reference)
     except ExtractionUnavailableError as exc:
-        _record_failure(deps, item, exc.reason_code)
-        return exc.reason_code
+        return _record_failure(deps, item, exc.reason_code)
     nodes, edges = artifacts_to_records(deps, event, item, extraction)
     if index_nodes(deps, nodes) is not None:
-        _record_failure(deps, item, "IndexUnavailable")
-        return "IndexUnavailable"
+        # Extraction reports a down embedder as a down index, under its own spelling.
+        return _record_failure(deps, item, WorkFailure.EXTRACTION_INDEX_UNAVAILABLE)
     now = deps.clock.now()
     journal = JournalRecord.build(
         record_id=str(uuid.uuid5(uuid.UUID(item.id), "journal")),
@@ -229,7 +76,7 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
             "reference_time": reference.isoformat(),
         },
     )
-    done = item.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
+    done = item.succeeded(now)
     entities = [n for n in nodes if n.node_type is NodeType.ENTITY]
     # New entities wait for the maintenance pass's alias proposal scan of this owner.
     alias_work = (
@@ -263,19 +110,9 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> str | None:
     return None
 
 
-def _record_failure(deps: EngineDeps, item: WorkItem, reason: str, *, final: bool = False) -> None:
-    attempts = item.attempts + 1
-    status = WorkStatus.FAILED if final or attempts >= MAX_WORK_ATTEMPTS else WorkStatus.PENDING
-    deps.ledger.save_work(
-        item.model_copy(
-            update={
-                "status": status,
-                "attempts": attempts,
-                "last_error": reason,
-                "updated_at": deps.clock.now(),
-            }
-        )
-    )
+def _record_failure(deps: EngineDeps, item: WorkItem, reason: WorkFailure) -> WorkFailure:
+    deps.ledger.save_work(after_failed_attempt(item, reason, deps.clock.now()))
+    return reason
 
 
 def artifacts_to_records(
@@ -360,13 +197,3 @@ def artifacts_to_records(
         if rel.source in entity_ids and rel.target in entity_ids
     ][:MAX_ARTIFACT_EDGES]
     return nodes, edges
-
-
-__all__ = [
-    "IngestResult",
-    "extraction_status",
-    "ingest_message",
-    "process_extractions",
-    "retry_extraction",
-    "run_extractions",
-]

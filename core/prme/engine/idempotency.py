@@ -8,6 +8,7 @@ on another operation or with other input is a conflict (HTTP 409). Records are k
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from prme.errors import ConflictError
 from prme.model.canonical import checksum
 from prme.model.records import IdempotencyRecord, OwnerKey
+from prme.ports import Ledger
 
 IDEMPOTENCY_TTL = timedelta(days=7)
 
@@ -24,6 +26,43 @@ def request_digest(operation: str, request: BaseModel) -> str:
     return checksum(
         {"operation": operation, "request": request.model_dump(mode="json", exclude_unset=True)}
     )
+
+
+def key_binding(key: str | None, operation: str, request: BaseModel) -> tuple[str, str] | None:
+    """The key with the digest of the request it binds; None when the caller sent no key."""
+    return (key, request_digest(operation, request)) if key else None
+
+
+def saved_result(
+    ledger: Ledger, owner: OwnerKey, operation: str, binding: tuple[str, str] | None
+) -> dict[str, Any] | None:
+    """The result saved under the key for this very request; None when there is none (or no
+    key). Raises ConflictError when the key was used for another request."""
+    if binding is None:
+        return None
+    key, digest = binding
+    saved = ledger.get_idempotency(owner, operation, key)
+    return None if saved is None else check_replay(saved, operation, digest)
+
+
+def commit_or_replay(
+    commit: Callable[[], None],
+    ledger: Ledger,
+    owner: OwnerKey,
+    operation: str,
+    binding: tuple[str, str] | None,
+) -> dict[str, Any] | None:
+    """Run `commit`; None once it committed. When it conflicts because a concurrent request
+    with the same key committed first, the result that request saved: the retry answers as
+    the first did. Any other conflict is raised."""
+    try:
+        commit()
+    except ConflictError:
+        replay = saved_result(ledger, owner, operation, binding)
+        if replay is None:
+            raise
+        return replay
+    return None
 
 
 def new_record(

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from prme.engine.deps import EngineDeps
-from prme.engine.idempotency import check_replay, new_record, request_digest
+from prme.engine.idempotency import commit_or_replay, key_binding, new_record, saved_result
 from prme.engine.nodes import new_event
-from prme.errors import ConflictError, PrmeError
+from prme.errors import PrmeError
 from prme.model.enums import WorkKind
 from prme.model.inputs import MAX_FAST_INGEST_ITEMS, FastIngestInput, FastIngestItem
 from prme.model.records import IngestCommit, JournalRecord, OwnerKey, WorkItem
@@ -36,32 +37,16 @@ def build_ingest_commit(
     idempotency: tuple[str, str] | None = None,
 ) -> IngestCommit:
     now = deps.clock.now()
-    events = tuple(
-        new_event(
-            deps,
-            owner,
-            content=item.content,
-            role=item.role,
-            speaker=item.speaker,
-            session_id=item.session_id,
-            scope=item.scope,
-            event_time=item.event_time,
-            metadata=item.metadata,
-            now=now,
-        )
-        for item in request.items
-    )
+    events = tuple(new_event(deps, owner, item, now=now) for item in request.items)
     work = tuple(
-        WorkItem(
-            id=deps.ids(),
-            tenant_id=owner.tenant_id,
-            owner_id=owner.owner_id,
-            kind=WorkKind.MATERIALIZE_EVENT,
+        WorkItem.queued(
+            WorkKind.MATERIALIZE_EVENT,
+            work_id=deps.ids(),
+            owner=owner,
             event_id=event.id,
             # The node id is chosen now so that any number of passes build the same node.
             node_id=deps.ids(),
-            created_at=now,
-            updated_at=now,
+            now=now,
         )
         for event in events
     )
@@ -91,34 +76,31 @@ def build_ingest_commit(
     return IngestCommit(events=events, work=work, journal=journal, idempotency=record)
 
 
+def _replayed(result: dict[str, Any]) -> FastIngestResult:
+    ids = list(result["event_ids"])
+    return FastIngestResult(event_ids=ids, accepted=len(ids))
+
+
 def ingest_fast(
     deps: EngineDeps,
     owner: OwnerKey,
     request: FastIngestInput,
     idempotency_key: str | None = None,
 ) -> FastIngestResult:
-    digest = request_digest(FAST_INGEST_OPERATION, request) if idempotency_key else None
-    if idempotency_key and digest:
-        saved = deps.ledger.get_idempotency(owner, FAST_INGEST_OPERATION, idempotency_key)
-        if saved is not None:
-            ids = list(check_replay(saved, FAST_INGEST_OPERATION, digest)["event_ids"])
-            return FastIngestResult(event_ids=ids, accepted=len(ids))
-    commit = build_ingest_commit(
-        deps,
+    binding = key_binding(idempotency_key, FAST_INGEST_OPERATION, request)
+    replay = saved_result(deps.ledger, owner, FAST_INGEST_OPERATION, binding)
+    if replay is not None:
+        return _replayed(replay)
+    commit = build_ingest_commit(deps, owner, request, idempotency=binding)
+    replay = commit_or_replay(
+        lambda: deps.ledger.commit_ingest(commit),
+        deps.ledger,
         owner,
-        request,
-        idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
+        FAST_INGEST_OPERATION,
+        binding,
     )
-    try:
-        deps.ledger.commit_ingest(commit)
-    except ConflictError:
-        if not (idempotency_key and digest):
-            raise
-        saved = deps.ledger.get_idempotency(owner, FAST_INGEST_OPERATION, idempotency_key)
-        if saved is None:
-            raise
-        ids = list(check_replay(saved, FAST_INGEST_OPERATION, digest)["event_ids"])
-        return FastIngestResult(event_ids=ids, accepted=len(ids))
+    if replay is not None:
+        return _replayed(replay)
     # Announce the work; if this is lost, the sweeper and any processing pass find it.
     with contextlib.suppress(PrmeError):
         deps.queue.enqueue(list(commit.work))

@@ -9,37 +9,34 @@ from typing import Any
 from prme.engine.deps import EngineDeps
 from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
 from prme.model.canonical import sha256_text
-from prme.model.enums import EpistemicType, LifecycleState, NodeType, Role, Scope, SourceType
+from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
+from prme.model.inputs import SourceInput
 from prme.model.records import SPEAKER_METADATA_KEY, Event, MemoryNode, OwnerKey
 
 
 def new_event(
     deps: EngineDeps,
     owner: OwnerKey,
+    source: SourceInput,
     *,
-    content: str,
-    role: Role,
-    speaker: str | None,
-    session_id: str | None,
-    scope: Scope | None,
-    event_time: datetime | None,
-    metadata: dict[str, Any] | None,
     now: datetime,
+    metadata: dict[str, Any] | None = None,
 ) -> Event:
-    """The immutable source record: content verbatim, the speaker under its reserved key."""
-    stored = dict(metadata or {})
-    if speaker is not None:
-        stored[SPEAKER_METADATA_KEY] = speaker
+    """The immutable source record: content verbatim, the speaker under its reserved key.
+    `metadata`, when given, is kept instead of the source's own (a store adds bindings)."""
+    stored = dict((source.metadata if metadata is None else metadata) or {})
+    if source.speaker is not None:
+        stored[SPEAKER_METADATA_KEY] = source.speaker
     return Event(
         id=deps.ids(),
         tenant_id=owner.tenant_id,
         owner_id=owner.owner_id,
-        content=content,
-        content_sha256=sha256_text(content),
-        role=role,
-        session_id=session_id,
-        scope=scope or Scope.PERSONAL,
-        event_time=event_time,
+        content=source.content,
+        content_sha256=sha256_text(source.content),
+        role=source.role,
+        session_id=source.session_id,
+        scope=source.scope or Scope.PERSONAL,
+        event_time=source.event_time,
         ingested_at=now,
         metadata=stored,
     )

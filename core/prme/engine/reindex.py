@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prme.engine.deps import EngineDeps
-from prme.engine.materialize import write_index_documents
+from prme.engine.indexing import write_index_documents
 from prme.model.records import OwnerKey
 
 REINDEX_BATCH = 128

@@ -8,27 +8,27 @@ from typing import Any
 from prme.engine import (
     aliases,
     expiry,
-    extraction,
     feedback,
+    ingest,
     ingest_fast,
     lifecycle,
-    materialize,
     quantities,
     reads,
     retrieve,
     store,
+    work_dispatch,
 )
 from prme.engine.deps import EngineDeps
-from prme.engine.extraction import IngestResult
 from prme.engine.identity import Principal
+from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
-from prme.engine.materialize import ProcessingReport
 from prme.engine.reindex import ReindexProgress, ReindexReport, reindex_owner
 from prme.engine.store import StoreResult
+from prme.engine.work_dispatch import ProcessingReport, SweepReport
 from prme.engine.work_refs import WorkRef
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
-from prme.model.enums import ProcessingStatus, Scope, WorkFamily
+from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -78,7 +78,7 @@ class MemoryEngine:
     def ingest(
         self, owner: OwnerKey, request: IngestInput, *, idempotency_key: str | None = None
     ) -> IngestResult:
-        return extraction.ingest_message(self.deps, owner, request, idempotency_key)
+        return ingest.ingest_message(self.deps, owner, request, idempotency_key)
 
     def get_extraction_status(
         self, owner: OwnerKey, event_id: str
@@ -89,13 +89,13 @@ class MemoryEngine:
         self, owner: OwnerKey, event_id: str
     ) -> tuple[ProcessingStatus, list[WorkItem]]:
         reads.get_event(self.deps, owner, event_id)
-        extraction.retry_extraction(self.deps, owner, event_id)
+        ingest.retry_extraction(self.deps, owner, event_id)
         return self.get_extraction_status(owner, event_id)
 
     def process_extractions(
         self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
     ) -> ProcessingReport:
-        return extraction.process_extractions(self.deps, owner, budget_ms=budget_ms)
+        return work_dispatch.process_extractions(self.deps, owner, budget_ms=budget_ms)
 
     def retrieve(
         self,
@@ -126,10 +126,10 @@ class MemoryEngine:
         return reads.get_receipt(self.deps, owner, request_id)
 
     def process_queued(self, refs: Sequence[WorkRef]) -> ProcessingReport:
-        return materialize.process_work_refs(self.deps, refs)
+        return work_dispatch.process_work_refs(self.deps, refs)
 
-    def fail_work(self, ref: WorkRef, reason: str) -> bool:
-        return materialize.fail_work(self.deps, ref, reason)
+    def fail_work(self, ref: WorkRef, reason: WorkFailure) -> bool:
+        return work_dispatch.fail_work(self.deps, ref, reason)
 
     def promote(
         self, owner: OwnerKey, node_id: str, *, idempotency_key: str | None = None
@@ -167,16 +167,14 @@ class MemoryEngine:
     def archive_expired(self, *, limit: int = 100) -> int:
         return expiry.archive_expired_nodes(self.deps, limit=limit)
 
-    def sweep_overdue(
-        self, *, overdue_seconds: int | Mapping[WorkFamily, int]
-    ) -> materialize.SweepReport:
+    def sweep_overdue(self, *, overdue_seconds: int | Mapping[WorkFamily, int]) -> SweepReport:
         """Re-announce overdue queued work of every family; fail what stays overdue."""
-        return materialize.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
+        return work_dispatch.sweep_overdue_work(self.deps, overdue_seconds=overdue_seconds)
 
     def process_materializations(
         self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
     ) -> ProcessingReport:
-        return materialize.process_pending_work(self.deps, owner, budget_ms=budget_ms)
+        return work_dispatch.process_pending_work(self.deps, owner, budget_ms=budget_ms)
 
     def reindex(self, owner: OwnerKey, *, progress: ReindexProgress | None = None) -> ReindexReport:
         return reindex_owner(self.deps, owner, progress=progress)

@@ -11,12 +11,13 @@ from pydantic import BaseModel
 
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
-from prme.engine.idempotency import check_replay, new_record, request_digest
-from prme.engine.materialize import index_nodes
+from prme.engine.idempotency import commit_or_replay, key_binding, new_record, saved_result
+from prme.engine.indexing import index_nodes
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
-from prme.errors import ConflictError, PrmeError
-from prme.model.enums import NodeType, ProcessingStatus, WorkKind, WorkStatus
+from prme.engine.work_retry import after_failed_attempt
+from prme.errors import PrmeError
+from prme.model.enums import NodeType, ProcessingStatus, WorkKind
 from prme.model.inputs import StoreInput
 from prme.model.records import (
     VALUE_BINDINGS_METADATA_KEY,
@@ -61,18 +62,7 @@ def build_store_commit(
     metadata = dict(request.metadata or {})
     if request.value_bindings:
         metadata[VALUE_BINDINGS_METADATA_KEY] = bindings_to_metadata(request.value_bindings)
-    event = new_event(
-        deps,
-        owner,
-        content=request.content,
-        role=request.role,
-        speaker=request.speaker,
-        session_id=request.session_id,
-        scope=request.scope,
-        event_time=request.event_time,
-        metadata=metadata,
-        now=now,
-    )
+    event = new_event(deps, owner, request, now=now, metadata=metadata)
     node = node_from_event(
         deps,
         event,
@@ -100,15 +90,13 @@ def build_store_commit(
             "node": node.model_dump(mode="json"),
         },
     )
-    work = WorkItem(
-        id=deps.ids(),
-        tenant_id=owner.tenant_id,
-        owner_id=owner.owner_id,
-        kind=WorkKind.INDEX_NODE,
+    work = WorkItem.queued(
+        WorkKind.INDEX_NODE,
+        work_id=deps.ids(),
+        owner=owner,
         event_id=event.id,
         node_id=node.id,
-        created_at=now,
-        updated_at=now,
+        now=now,
     )
     record = None
     if idempotency is not None:
@@ -124,16 +112,13 @@ def alias_scan_work(
     """A pending alias scan of the node's owner, left for the maintenance pass.
 
     Its own work family: it never counts in a source's processing or extraction status."""
-    now = deps.clock.now()
-    return WorkItem(
-        id=work_id or deps.ids(),
-        tenant_id=node.tenant_id,
-        owner_id=node.owner_id,
-        kind=WorkKind.ALIAS_SCAN,
+    return WorkItem.queued(
+        WorkKind.ALIAS_SCAN,
+        work_id=work_id or deps.ids(),
+        owner=OwnerKey(tenant_id=node.tenant_id, owner_id=node.owner_id),
         event_id=event_id,
         node_id=node.id,
-        created_at=now,
-        updated_at=now,
+        now=deps.clock.now(),
     )
 
 
@@ -162,18 +147,11 @@ def store_memory(
 ) -> StoreResult:
     """Admit a source and its direct node. `operation`, `digest_of` and `extra_work` let
     other write routes (ingest) reuse this path with their own key scope and work."""
-    digest = request_digest(operation, digest_of or request) if idempotency_key else None
-    if idempotency_key and digest:
-        saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
-        if saved is not None:
-            return _replayed(deps, owner, check_replay(saved, operation, digest))
-    commit = build_store_commit(
-        deps,
-        owner,
-        request,
-        idempotency=(idempotency_key, digest) if idempotency_key and digest else None,
-        operation=operation,
-    )
+    binding = key_binding(idempotency_key, operation, digest_of or request)
+    replay = saved_result(deps.ledger, owner, operation, binding)
+    if replay is not None:
+        return _replayed(deps, owner, replay)
+    commit = build_store_commit(deps, owner, request, idempotency=binding, operation=operation)
     extras = extra_work(commit) if extra_work is not None else ()
     if commit.node.node_type is NodeType.ENTITY:
         extras = (*extras, alias_scan_work(deps, commit.node, event_id=commit.event.id))
@@ -184,24 +162,17 @@ def store_memory(
     # document without a node, which retrieval drops because it reads nodes from the ledger.
     with share_of_deadline(INDEX_SHARE_OF_DEADLINE):
         failure = index_nodes(deps, [commit.node])
+    indexed = deps.clock.now()
     if failure is None:
-        commit = commit.model_copy(
-            update={"work": commit.work.model_copy(update={"status": WorkStatus.DONE})}
-        )
+        work = commit.work.succeeded(indexed)
     else:
-        commit = commit.model_copy(
-            update={"work": commit.work.model_copy(update={"attempts": 1, "last_error": failure})}
-        )
-    try:
-        deps.ledger.commit_store(commit)
-    except ConflictError:
-        # A concurrent request with the same key committed first: answer as it did.
-        if not (idempotency_key and digest):
-            raise
-        saved = deps.ledger.get_idempotency(owner, operation, idempotency_key)
-        if saved is None:
-            raise
-        return _replayed(deps, owner, check_replay(saved, operation, digest))
+        work = after_failed_attempt(commit.work, failure, indexed)
+    commit = commit.model_copy(update={"work": work})
+    replay = commit_or_replay(
+        lambda: deps.ledger.commit_store(commit), deps.ledger, owner, operation, binding
+    )
+    if replay is not None:
+        return _replayed(deps, owner, replay)
     # Acknowledged from here on.
     if failure is None:
         status = ProcessingStatus.COMPLETED

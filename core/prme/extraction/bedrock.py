@@ -7,6 +7,7 @@ from typing import Any
 
 from prme.errors import ExtractionUnavailableError
 from prme.extraction.schema import SYSTEM_PROMPT, parse_extraction, user_message
+from prme.model.enums import WorkFailure
 from prme.model.extraction import Extraction
 
 
@@ -48,17 +49,18 @@ class BedrockConverseExtractor:
             )
         except (ReadTimeoutError, ConnectTimeoutError) as exc:
             raise ExtractionUnavailableError(
-                "Extraction provider timed out", reason_code="Timeout"
+                "Extraction provider timed out", reason_code=WorkFailure.EXTRACTOR_TIMEOUT
             ) from exc
         except (ClientError, BotoCoreError) as exc:
             # Provider text stays in the chained cause for logs, never in the message.
             raise ExtractionUnavailableError(
-                "Extraction provider failed", reason_code="ProviderError"
+                "Extraction provider failed", reason_code=WorkFailure.EXTRACTOR_PROVIDER_ERROR
             ) from exc
         try:
             blocks = response["output"]["message"]["content"]
             return "".join(block["text"] for block in blocks if "text" in block)
         except (KeyError, TypeError) as exc:
             raise ExtractionUnavailableError(
-                "Extraction provider returned no text", reason_code="InvalidOutput"
+                "Extraction provider returned no text",
+                reason_code=WorkFailure.EXTRACTOR_INVALID_OUTPUT,
             ) from exc

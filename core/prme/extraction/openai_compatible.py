@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from prme.errors import ExtractionUnavailableError
 from prme.extraction.schema import SYSTEM_PROMPT, parse_extraction, user_message
+from prme.model.enums import WorkFailure
 from prme.model.extraction import Extraction
 
 if TYPE_CHECKING:
@@ -68,26 +69,28 @@ class OpenAiCompatibleExtractor:
             )
         except httpx.TimeoutException as exc:
             raise ExtractionUnavailableError(
-                "Extraction provider timed out", reason_code="Timeout"
+                "Extraction provider timed out", reason_code=WorkFailure.EXTRACTOR_TIMEOUT
             ) from exc
         except httpx.HTTPError as exc:
             raise ExtractionUnavailableError(
-                "Extraction provider failed", reason_code="ProviderError"
+                "Extraction provider failed", reason_code=WorkFailure.EXTRACTOR_PROVIDER_ERROR
             ) from exc
         if response.status_code >= 400:
             # The body may quote the request; the status code is all a caller learns.
             raise ExtractionUnavailableError(
                 f"Extraction provider answered HTTP {response.status_code}",
-                reason_code="ProviderError",
+                reason_code=WorkFailure.EXTRACTOR_PROVIDER_ERROR,
             )
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ExtractionUnavailableError(
-                "Extraction provider returned an unexpected body", reason_code="InvalidOutput"
+                "Extraction provider returned an unexpected body",
+                reason_code=WorkFailure.EXTRACTOR_INVALID_OUTPUT,
             ) from exc
         if not isinstance(content, str):
             raise ExtractionUnavailableError(
-                "Extraction provider returned no text", reason_code="InvalidOutput"
+                "Extraction provider returned no text",
+                reason_code=WorkFailure.EXTRACTOR_INVALID_OUTPUT,
             )
         return content

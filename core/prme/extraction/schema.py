@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from prme.errors import ExtractionUnavailableError
 from prme.extraction.grounding import validate_grounded
+from prme.model.enums import WorkFailure
 from prme.model.extraction import Extraction
 
 
@@ -108,11 +109,12 @@ def parse_extraction(raw: str, *, extractor: str, source_text: str) -> Extractio
         payload = json.loads(body)
     except ValueError as exc:
         raise ExtractionUnavailableError(
-            "Extraction output was not JSON", reason_code="InvalidOutput"
+            "Extraction output was not JSON", reason_code=WorkFailure.EXTRACTOR_INVALID_OUTPUT
         ) from exc
     if not isinstance(payload, dict):
         raise ExtractionUnavailableError(
-            "Extraction output was not a JSON object", reason_code="InvalidOutput"
+            "Extraction output was not a JSON object",
+            reason_code=WorkFailure.EXTRACTOR_INVALID_OUTPUT,
         )
     # The adapter names itself; whatever the model claims to be is not trusted.
     payload["extractor"] = extractor
@@ -120,6 +122,7 @@ def parse_extraction(raw: str, *, extractor: str, source_text: str) -> Extractio
         extraction = Extraction.model_validate(payload)
     except ValidationError as exc:
         raise ExtractionUnavailableError(
-            "Extraction output did not match the schema", reason_code="InvalidOutput"
+            "Extraction output did not match the schema",
+            reason_code=WorkFailure.EXTRACTOR_INVALID_OUTPUT,
         ) from exc
     return validate_grounded(extraction, source_text)

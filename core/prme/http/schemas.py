@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from prme.engine.materialize import ProcessingReport
+from prme.engine.work_dispatch import ProcessingReport
 from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput

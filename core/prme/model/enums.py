@@ -103,6 +103,31 @@ class WorkStatus(StrEnum):
     FAILED = "failed"
 
 
+class WorkFailure(StrEnum):
+    """Why a work item failed: its `last_error`, and the `reason_code` of a waiting ingest.
+
+    The values are stored with work items and shown by the API, so none may change.
+    Extraction spells its failures in CamelCase, like the extractor's codes, and other work
+    in snake_case: a missing source and a down index have one spelling per kind of work."""
+
+    # A dependency was down; the item is retried.
+    EMBEDDING_UNAVAILABLE = "embedding_unavailable"
+    INDEX_UNAVAILABLE = "index_unavailable"
+    EXTRACTION_INDEX_UNAVAILABLE = "IndexUnavailable"
+    # The extractor failed (`ExtractionUnavailableError.reason_code`); the item is retried.
+    EXTRACTION_FAILED = "ExtractionFailed"
+    EXTRACTOR_TIMEOUT = "Timeout"
+    EXTRACTOR_PROVIDER_ERROR = "ProviderError"
+    EXTRACTOR_INVALID_OUTPUT = "InvalidOutput"
+    # The source is gone or unreadable: no retry can mend it.
+    SOURCE_MISSING = "source_missing"
+    EXTRACTION_SOURCE_MISSING = "SourceMissing"
+    CORRUPT_RECORD = "CorruptRecord"
+    # Given up: the queue's last receive, or still overdue after the sweeper's announcements.
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    SWEEPS_EXHAUSTED = "overdue_after_retries"
+
+
 class CredentialRole(StrEnum):
     OWNER = "owner"
     OPERATOR = "operator"

@@ -16,6 +16,7 @@ from prme.model.enums import (
     Role,
     Scope,
     SourceType,
+    WorkFailure,
     WorkKind,
     WorkStatus,
 )
@@ -54,6 +55,11 @@ class Event(BaseModel):
     event_time: AwareDatetime | None = None
     ingested_at: AwareDatetime
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def effective_time(self) -> datetime:
+        """When it happened if known, else when it was ingested."""
+        return self.event_time or self.ingested_at
 
     @property
     def speaker(self) -> str | None:
@@ -186,8 +192,68 @@ class WorkItem(BaseModel):
     last_error: str | None = None
     created_at: AwareDatetime
     updated_at: AwareDatetime
-    # Times the sweeper announced the item again because it stayed pending (engine/materialize).
+    # Times the sweeper announced the item again because it stayed pending (engine/work_dispatch).
     sweeps: int = 0
+
+    # Every change of state is one of the methods below, each returning the changed copy; the
+    # retry rule that picks between them is engine/work_retry.py.
+    @classmethod
+    def queued(
+        cls,
+        kind: WorkKind,
+        *,
+        work_id: str,
+        owner: OwnerKey,
+        event_id: str,
+        node_id: str,
+        now: datetime,
+    ) -> WorkItem:
+        """New pending work, saved in the same write as the record that needs it."""
+        stamps = {"created_at": now, "updated_at": now}
+        partition = owner.model_dump()
+        return cls(id=work_id, kind=kind, event_id=event_id, node_id=node_id, **partition, **stamps)
+
+    @property
+    def owner(self) -> OwnerKey:
+        return OwnerKey(tenant_id=self.tenant_id, owner_id=self.owner_id)
+
+    def succeeded(self, now: datetime) -> WorkItem:
+        return self.model_copy(update={"status": WorkStatus.DONE, "updated_at": now})
+
+    def attempt_failed(self, reason: WorkFailure, now: datetime, *, final: bool) -> WorkItem:
+        """One more attempt spent: failed for good when `final`, else pending for the next."""
+        status = WorkStatus.FAILED if final else WorkStatus.PENDING
+        return self.model_copy(
+            update={
+                "status": status,
+                "attempts": self.attempts + 1,
+                "last_error": reason,
+                "updated_at": now,
+            }
+        )
+
+    def failed(self, reason: WorkFailure, now: datetime) -> WorkItem:
+        """Failed for good without another attempt (its source is gone, its retries spent)."""
+        return self.model_copy(
+            update={"status": WorkStatus.FAILED, "last_error": reason, "updated_at": now}
+        )
+
+    def revived(self, now: datetime, *, keep_sweeps: bool = False) -> WorkItem:
+        """Pending again with a fresh set of attempts (and of announcements, unless kept)."""
+        sweeps = self.sweeps if keep_sweeps else 0
+        return self.model_copy(
+            update={
+                "status": WorkStatus.PENDING,
+                "attempts": 0,
+                "sweeps": sweeps,
+                "last_error": None,
+                "updated_at": now,
+            }
+        )
+
+    def announced_again(self, now: datetime) -> WorkItem:
+        """Counted as announced once more by the sweeper; `now` restarts its overdue clock."""
+        return self.model_copy(update={"sweeps": self.sweeps + 1, "updated_at": now})
 
 
 class Credential(BaseModel):
