@@ -70,7 +70,7 @@ TECHNIQUES: tuple[Technique, ...] = (
         name="session_context_vectors",
         does="a record's vector mixes in the vector of the session's previous record "
         "(needs a reindex)",
-        acts_in="engine/materialize.py",
+        acts_in="engine/indexing.py",
         off={"vector_session_context": 0.0},
     ),
     Technique(
