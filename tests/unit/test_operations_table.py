@@ -113,6 +113,15 @@ def test_the_mcp_tools_are_the_tables(backend: EmbeddedBackend) -> None:
             assert hints.destructive_hint is declared[name].destructive, name
 
 
+def test_each_tool_argument_schema_is_titled_by_its_tool(backend: EmbeddedBackend) -> None:
+    """The SDK titles an argument schema after the function it wraps; a tool built from the
+    table is titled after its own name too, as the hand-written tools were, not after the
+    shared builder (five tools once all published the title toolArguments)."""
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    for tool in asyncio.run(server.list_tools()):
+        assert tool.input_schema["title"] == f"{tool.name}Arguments"
+
+
 def test_every_tool_argument_is_described_like_its_model_field(backend: EmbeddedBackend) -> None:
     """A tool argument that is a field of the operation's request model carries the model's
     description: field descriptions are written once, on the model."""

@@ -744,4 +744,6 @@ def _table_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> N
         # The SDK builds the argument schema from the signature, so the bound defaults above
         # stay hidden and the id argument takes the path's name.
         tool.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        # The SDK titles the argument schema after the function's name, as for every other tool.
+        tool.__name__ = tool.__qualname__ = operation.mcp.name
         _tool(server, operation.mcp.name)(tool)
