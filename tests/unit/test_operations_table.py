@@ -166,3 +166,14 @@ def test_the_engine_has_one_method_per_operation() -> None:
     }
     declared = {op.engine_method for op in OPERATIONS}
     assert methods == declared
+
+
+def test_the_client_docstrings_say_what_an_omitted_user_id_means_there() -> None:
+    """The client has no API key: an omitted user_id is its default user, not "the
+    authenticated owner" the HTTP request models speak of."""
+    for op in OPERATIONS:
+        if not op.client or op.request is None or "user_id" not in op.request.model_fields:
+            continue
+        doc = getattr(MemoryClient, op.name).__doc__
+        assert "authenticated owner" not in doc, op.name
+        assert "user_id: Whose memory; omitted means the client's default user" in doc, op.name
