@@ -209,7 +209,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "Save a batch of raw sources in one transaction, in order; process materializations "
         "until pending is 0 to make them searchable.",
         http=HttpRoute("POST", "/v1/ingest/fast", Errors.WRITE, idempotency_key=True),
-        mcp=McpTool("memory_ingest_fast", read_only=False),
+        mcp=McpTool(
+            "memory_ingest_fast",
+            read_only=False,
+            note="Call memory_process_materializations until pending is 0.",
+        ),
         request=schemas.FastIngestRequest,
         response=schemas.FastIngestResponse,
         engine_input=inputs.FastIngestInput,
@@ -226,7 +230,13 @@ OPERATIONS: tuple[Operation, ...] = (
         "tool arguments with metrics.request_id to get them. That id also names the receipt "
         "that explains and replays the ranking.",
         http=HttpRoute("POST", "/v1/retrieve"),
-        mcp=McpTool("memory_retrieve", read_only=True),
+        mcp=McpTool(
+            "memory_retrieve",
+            read_only=True,
+            note="With include_context (the default) the result holds `context`, "
+            "`context_references` and `value_bindings`; convert tool arguments with "
+            "memory_resolve_tool_arguments.",
+        ),
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
     ),

@@ -177,3 +177,13 @@ def test_the_client_docstrings_say_what_an_omitted_user_id_means_there() -> None
         doc = getattr(MemoryClient, op.name).__doc__
         assert "authenticated owner" not in doc, op.name
         assert "user_id: Whose memory; omitted means the client's default user" in doc, op.name
+
+
+def test_tool_descriptions_name_the_tools_and_fields_they_send_an_agent_to() -> None:
+    """The table's texts speak of operations in words ("process materializations"); an agent
+    reads a tool description and needs the tool names and result fields it refers to."""
+    assert "memory_process_materializations" in mcp_description("memory_ingest_fast")
+    retrieve = mcp_description("memory_retrieve")
+    assert "memory_resolve_tool_arguments" in retrieve
+    for field_name in ("context", "context_references", "value_bindings"):
+        assert f"`{field_name}`" in retrieve, field_name
