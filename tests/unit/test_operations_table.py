@@ -21,7 +21,13 @@ from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.mcp.server import build_mcp_server
-from prme.operations import OPERATIONS, Caller, client_docstring, mcp_description
+from prme.operations import (
+    ID_DESCRIPTIONS,
+    OPERATIONS,
+    Caller,
+    client_docstring,
+    mcp_description,
+)
 from tests.conftest import TOKEN_COUNTER
 
 # MemoryClient methods that are not operations: the context manager and an older name.
@@ -187,3 +193,17 @@ def test_tool_descriptions_name_the_tools_and_fields_they_send_an_agent_to() -> 
     assert "memory_resolve_tool_arguments" in retrieve
     for field_name in ("context", "context_references", "value_bindings"):
         assert f"`{field_name}`" in retrieve, field_name
+
+
+def test_a_path_id_is_described_alike_as_a_tool_argument(backend: EmbeddedBackend) -> None:
+    """An id the route takes in its path is the same id when its tool takes it as an argument,
+    so both surfaces show the table's one description of it."""
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    tools = {tool.name: tool for tool in asyncio.run(server.list_tools())}
+    for op in OPERATIONS:
+        if op.mcp is None:
+            continue
+        properties: dict[str, Any] = tools[op.mcp.name].input_schema["properties"]
+        for id_name in op.path_ids:
+            shown = properties[id_name].get("description")
+            assert shown == ID_DESCRIPTIONS[id_name], (op.name, id_name)

@@ -658,7 +658,9 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
 
     @_tool(server, "memory_review_alias_proposal")
     def memory_review_alias_proposal(
-        proposal_operation_id: Annotated[UUID, Field(description="The proposal's id")],
+        proposal_operation_id: Annotated[
+            UUID, Field(description=ID_DESCRIPTIONS["proposal_operation_id"])
+        ],
         decision: Annotated[AliasDecision, described(AliasReviewRequest, "decision")],
         reviewer_id: Annotated[str, described(AliasReviewRequest, "reviewer_id")],
         reason: Annotated[str | None, described(AliasReviewRequest, "reason")] = None,
