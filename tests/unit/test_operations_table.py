@@ -7,11 +7,18 @@ import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from mcp_types import CallToolResult
 
+import prme.http.dependencies
+import prme.http.table_routes
+import prme.mcp.server
+import prme.operations
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.client import MemoryClient
 from prme.embedding.hashing import HashingEmbedder
@@ -20,11 +27,20 @@ from prme.engine.service import MemoryEngine
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
+from prme.http.schemas import EventResponse
 from prme.mcp.server import build_mcp_server
+from prme.model.inputs import StoreInput
+from prme.model.records import Event, OwnerKey
 from prme.operations import (
     ID_DESCRIPTIONS,
     OPERATIONS,
     Caller,
+    Capability,
+    Errors,
+    HttpRoute,
+    McpTool,
+    Operation,
+    Shape,
     client_docstring,
     mcp_description,
 )
@@ -207,3 +223,66 @@ def test_a_path_id_is_described_alike_as_a_tool_argument(backend: EmbeddedBacken
         for id_name in op.path_ids:
             shown = properties[id_name].get("description")
             assert shown == ID_DESCRIPTIONS[id_name], (op.name, id_name)
+
+
+class _EngineWithEventEcho(MemoryEngine):
+    """An engine with one operation more, as a contributor would add it."""
+
+    def get_event_echo(self, owner: OwnerKey, event_id: str) -> Event:
+        return self.get_event(owner, event_id)
+
+
+_ECHO = Operation(
+    "get_event_echo",
+    Capability.MEMORIES,
+    "Read one source event again",
+    "The same record as get_event, under another route.",
+    http=HttpRoute("GET", "/v1/event-echoes/{event_id}", Errors.READ),
+    mcp=McpTool("memory_get_event_echo", read_only=True),
+    response=EventResponse,
+    client=False,
+    shape=Shape.READ_ONE,
+)
+
+
+def test_a_new_read_operation_is_one_entry_and_one_engine_method(
+    backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given only a table entry and an engine method, the HTTP route (with its error responses
+    and texts) and the MCP tool exist and answer like get_event."""
+    operations = (*OPERATIONS, _ECHO)
+    by_name = {op.name: op for op in operations}
+    monkeypatch.setattr(prme.operations, "OPERATIONS", operations)
+    monkeypatch.setattr(prme.operations, "BY_NAME", by_name)
+    monkeypatch.setattr(prme.http.table_routes, "OPERATIONS", operations)
+    monkeypatch.setattr(prme.http.dependencies, "OPERATIONS", by_name)
+    monkeypatch.setattr(prme.mcp.server, "OPERATIONS", operations)
+    engine = _EngineWithEventEcho(backend.engine.deps)
+    stored = engine.store(
+        OwnerKey(tenant_id="local", owner_id="default"), StoreInput(content="The boat is blue.")
+    )
+
+    runtime = ApiRuntime(
+        engine=engine, credentials=backend.credentials, auth=AuthPolicy(open_tenant="local")
+    )
+    app = create_app(runtime)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        echoed = client.get(f"/v1/event-echoes/{stored.event_id}")
+        read = client.get(f"/v1/events/{stored.event_id}")
+        unknown = client.get(f"/v1/event-echoes/{uuid4()}")
+    assert echoed.status_code == 200
+    assert echoed.json() == read.json()
+    assert unknown.status_code == 404
+    published = app.openapi()["paths"]["/v1/event-echoes/{event_id}"]["get"]
+    assert published["summary"] == _ECHO.summary
+    assert {"401", "403", "404", "422", "500", "503"} <= set(published["responses"])
+
+    server = build_mcp_server(
+        engine, lambda: Principal.operator("local", default_owner_id="default")
+    )
+    tools = {tool.name for tool in asyncio.run(server.list_tools())}
+    assert "memory_get_event_echo" in tools
+    result = asyncio.run(server.call_tool("memory_get_event_echo", {"event_id": stored.event_id}))
+    assert isinstance(result, CallToolResult) and not result.is_error
+    assert result.structured_content is not None
+    assert result.structured_content["content"] == "The boat is blue."
