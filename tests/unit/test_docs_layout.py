@@ -9,7 +9,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+# The repository root, wherever in tests/ this file sits.
+ROOT = next(
+    parent for parent in Path(__file__).resolve().parents if (parent / "pyproject.toml").is_file()
+)
 PACKAGE = ROOT / "core" / "prme"
 LAYOUT_DOCS = (ROOT / "docs" / "architecture.md", ROOT / "README.md")
 # Where a path in the documents may be relative to: the repository, `core/` (prme/...) and
