@@ -45,6 +45,8 @@ from prme.retrieval.results import RetrievalResponse
 from prme.settings import Settings
 
 DEFAULT_USER_ID = "default"
+# The request models say "the authenticated owner"; a client has no key, only its default user.
+_USER_ID_HELP = f"Whose memory; omitted means the client's default user, {DEFAULT_USER_ID!r}"
 
 
 class _Unset:
@@ -81,7 +83,7 @@ def _operation(name: str) -> Callable[[_Method], _Method]:
     method's own note, and the descriptions of the request model's fields."""
 
     def document(method: _Method) -> _Method:
-        method.__doc__ = client_docstring(name, method.__doc__)
+        method.__doc__ = client_docstring(name, method.__doc__, user_id=_USER_ID_HELP)
         return method
 
     return document

@@ -209,7 +209,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "Save a batch of raw sources in one transaction, in order; process materializations "
         "until pending is 0 to make them searchable.",
         http=HttpRoute("POST", "/v1/ingest/fast", Errors.WRITE, idempotency_key=True),
-        mcp=McpTool("memory_ingest_fast", read_only=False),
+        mcp=McpTool(
+            "memory_ingest_fast",
+            read_only=False,
+            note="Call memory_process_materializations until pending is 0.",
+        ),
         request=schemas.FastIngestRequest,
         response=schemas.FastIngestResponse,
         engine_input=inputs.FastIngestInput,
@@ -226,7 +230,13 @@ OPERATIONS: tuple[Operation, ...] = (
         "tool arguments with metrics.request_id to get them. That id also names the receipt "
         "that explains and replays the ranking.",
         http=HttpRoute("POST", "/v1/retrieve"),
-        mcp=McpTool("memory_retrieve", read_only=True),
+        mcp=McpTool(
+            "memory_retrieve",
+            read_only=True,
+            note="With include_context (the default) the result holds `context`, "
+            "`context_references` and `value_bindings`; convert tool arguments with "
+            "memory_resolve_tool_arguments.",
+        ),
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
     ),
@@ -629,19 +639,20 @@ def mcp_description(tool_name: str) -> str:
     return "\n\n".join([op.description for op in served] + ([note] if note else []))
 
 
-def client_docstring(name: str, note: str | None = None) -> str:
+def client_docstring(name: str, note: str | None = None, *, user_id: str | None = None) -> str:
     """A `MemoryClient` method's docstring: the operation's summary and description, the
-    method's own note (what differs in Python), and what each field of the request means."""
+    method's own note (what differs in Python), and what each field of the request means;
+    `user_id` says what the argument means in the client, whose callers are not authenticated
+    owners."""
     op = BY_NAME[name]
     parts = [f"{op.summary}.", op.description]
     if note:
         parts.append(inspect.cleandoc(note))
     if op.request is not None:
-        fields = [
-            f"    {field_name}: {info.description}"
-            for field_name, info in op.request.model_fields.items()
-            if info.description
-        ]
+        texts = {field: info.description for field, info in op.request.model_fields.items()}
+        if user_id and "user_id" in texts:
+            texts["user_id"] = user_id
+        fields = [f"    {field_name}: {text}" for field_name, text in texts.items() if text]
         if fields:
             parts.append("Arguments:\n" + "\n".join(fields))
     return "\n\n".join(parts)

@@ -21,7 +21,13 @@ from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.mcp.server import build_mcp_server
-from prme.operations import OPERATIONS, Caller, client_docstring, mcp_description
+from prme.operations import (
+    ID_DESCRIPTIONS,
+    OPERATIONS,
+    Caller,
+    client_docstring,
+    mcp_description,
+)
 from tests.conftest import TOKEN_COUNTER
 
 # MemoryClient methods that are not operations: the context manager and an older name.
@@ -113,6 +119,15 @@ def test_the_mcp_tools_are_the_tables(backend: EmbeddedBackend) -> None:
             assert hints.destructive_hint is declared[name].destructive, name
 
 
+def test_each_tool_argument_schema_is_titled_by_its_tool(backend: EmbeddedBackend) -> None:
+    """The SDK titles an argument schema after the function it wraps; a tool built from the
+    table is titled after its own name too, as the hand-written tools were, not after the
+    shared builder (five tools once all published the title toolArguments)."""
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    for tool in asyncio.run(server.list_tools()):
+        assert tool.input_schema["title"] == f"{tool.name}Arguments"
+
+
 def test_every_tool_argument_is_described_like_its_model_field(backend: EmbeddedBackend) -> None:
     """A tool argument that is a field of the operation's request model carries the model's
     description: field descriptions are written once, on the model."""
@@ -157,3 +172,38 @@ def test_the_engine_has_one_method_per_operation() -> None:
     }
     declared = {op.engine_method for op in OPERATIONS}
     assert methods == declared
+
+
+def test_the_client_docstrings_say_what_an_omitted_user_id_means_there() -> None:
+    """The client has no API key: an omitted user_id is its default user, not "the
+    authenticated owner" the HTTP request models speak of."""
+    for op in OPERATIONS:
+        if not op.client or op.request is None or "user_id" not in op.request.model_fields:
+            continue
+        doc = getattr(MemoryClient, op.name).__doc__
+        assert "authenticated owner" not in doc, op.name
+        assert "user_id: Whose memory; omitted means the client's default user" in doc, op.name
+
+
+def test_tool_descriptions_name_the_tools_and_fields_they_send_an_agent_to() -> None:
+    """The table's texts speak of operations in words ("process materializations"); an agent
+    reads a tool description and needs the tool names and result fields it refers to."""
+    assert "memory_process_materializations" in mcp_description("memory_ingest_fast")
+    retrieve = mcp_description("memory_retrieve")
+    assert "memory_resolve_tool_arguments" in retrieve
+    for field_name in ("context", "context_references", "value_bindings"):
+        assert f"`{field_name}`" in retrieve, field_name
+
+
+def test_a_path_id_is_described_alike_as_a_tool_argument(backend: EmbeddedBackend) -> None:
+    """An id the route takes in its path is the same id when its tool takes it as an argument,
+    so both surfaces show the table's one description of it."""
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    tools = {tool.name: tool for tool in asyncio.run(server.list_tools())}
+    for op in OPERATIONS:
+        if op.mcp is None:
+            continue
+        properties: dict[str, Any] = tools[op.mcp.name].input_schema["properties"]
+        for id_name in op.path_ids:
+            shown = properties[id_name].get("description")
+            assert shown == ID_DESCRIPTIONS[id_name], (op.name, id_name)

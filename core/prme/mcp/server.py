@@ -658,7 +658,9 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
 
     @_tool(server, "memory_review_alias_proposal")
     def memory_review_alias_proposal(
-        proposal_operation_id: Annotated[UUID, Field(description="The proposal's id")],
+        proposal_operation_id: Annotated[
+            UUID, Field(description=ID_DESCRIPTIONS["proposal_operation_id"])
+        ],
         decision: Annotated[AliasDecision, described(AliasReviewRequest, "decision")],
         reviewer_id: Annotated[str, described(AliasReviewRequest, "reviewer_id")],
         reason: Annotated[str | None, described(AliasReviewRequest, "reason")] = None,
@@ -744,4 +746,6 @@ def _table_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> N
         # The SDK builds the argument schema from the signature, so the bound defaults above
         # stay hidden and the id argument takes the path's name.
         tool.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        # The SDK titles the argument schema after the function's name, as for every other tool.
+        tool.__name__ = tool.__qualname__ = operation.mcp.name
         _tool(server, operation.mcp.name)(tool)
