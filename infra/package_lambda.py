@@ -1,4 +1,4 @@
-"""Build the Lambda asset directory from pinned wheels, without Docker, reproducibly.
+"""The Lambda asset directory builder: pinned wheels, no Docker, the same bytes on every build.
 
 Run from the repo root: `python -m infra.package_lambda [--out build/lambda]
 [--platform manylinux_2_28_aarch64] [--python-version 3.12]`.

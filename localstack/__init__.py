@@ -1,0 +1,1 @@
+"""The local AWS for tests and benchmarks: moto, OpenSearch and a hung port, all on loopback."""

@@ -1,4 +1,4 @@
-"""Start and stop the local AWS on loopback: moto's server (DynamoDB, SQS) and OpenSearch.
+"""The local AWS on loopback and its start and stop: moto's server (DynamoDB, SQS) and OpenSearch.
 
 `python -m localstack.local_aws up` prints the endpoints as shell exports; `down` stops
 everything it started. Both are idempotent: state lives in `localstack/.state/`.

@@ -1,4 +1,4 @@
-"""PRME: long-term memory for LLM agents.
+"""PRME, long-term memory for LLM agents: the package root and its public names.
 
 The public names load lazily so that importing one submodule (a Lambda handler, say)
 does not pull in the embedded backend and its model runtime.

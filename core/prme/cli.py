@@ -1,4 +1,4 @@
-"""The `prme` command: serve the HTTP API, manage API keys, process pending work, reindex."""
+"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`MemoryClient`: the embedded engine in-process, with the operations of the HTTP routes."""
+"""`MemoryClient`: the embedded engine in-process, one method per owner operation of the table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Builds engines from settings: the one place that chooses adapters."""
+"""The composition root: the one place that chooses adapters and builds engines from settings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The five Lambda functions, their triggers, and each one's least-privilege grants."""
+"""The six Lambda functions, their triggers, and each one's least-privilege grants."""
 
 from __future__ import annotations
 

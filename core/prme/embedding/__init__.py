@@ -1,4 +1,4 @@
-"""Embedders: offline all-MiniLM-L6-v2 (onnxruntime, no torch) and a hashing test double."""
+"""Embedders: offline all-MiniLM-L6-v2 (onnxruntime), Bedrock Titan, and a hashing test double."""
 
 from __future__ import annotations
 

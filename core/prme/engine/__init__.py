@@ -1,4 +1,4 @@
-"""Use cases of the memory engine; `MemoryEngine` is the one object the edges call."""
+"""The memory engine's use cases and derived work; `MemoryEngine` is the one object edges call."""
 
 from prme.engine.service import MemoryEngine
 

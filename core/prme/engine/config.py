@@ -1,4 +1,4 @@
-"""Engine configuration: plain models the composition root fills from settings.
+"""Engine configuration (`EngineConfig`): scoring, packing, vector and retrieval-profile settings.
 
 The retrieval techniques' settings take their defaults from the named retrieval profile
 (retrieval/profiles.py); the defaults declared here are the `conversation` profile's.

@@ -1,4 +1,4 @@
-"""Rebuild one owner's index documents from the ledger with the current embedder and settings.
+"""Reindexing: one owner's index documents rebuilt from the ledger with the current embedder.
 
 Every vector setting (the MiniLM precision, what the vector text holds, sentence vectors,
 session-context mixing) applies when a record is indexed, and an index never compares

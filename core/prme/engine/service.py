@@ -1,4 +1,4 @@
-"""`MemoryEngine`: the facade every edge (client, HTTP, CLI, Lambda) calls, one method per use case."""
+"""`MemoryEngine`: the facade every edge calls, one method per operation of the operations table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Resolves relative date phrases ("yesterday", "last Friday", "3 days ago") against a source's own time."""
+"""Relative date phrases ("yesterday", "last Friday", "3 days ago") resolved to a source's time."""
 
 from __future__ import annotations
 

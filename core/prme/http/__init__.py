@@ -1,1 +1,1 @@
-"""The HTTP API: FastAPI app factory, auth, error mapping and request/response schemas."""
+"""The HTTP API: app factory, table-built and adapter routes, auth, error mapping and schemas."""

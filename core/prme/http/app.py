@@ -1,4 +1,4 @@
-"""FastAPI app factory: each route validates, resolves the owner and calls one engine method."""
+"""The FastAPI app factory: middleware, error handlers, and every route (table-built or adapter)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What every route module shares: the runtime, the caller, common parameters and error lists."""
+"""What every route module shares: `served` (a route from its table entry), caller, parameters."""
 
 from __future__ import annotations
 

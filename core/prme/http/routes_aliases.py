@@ -1,4 +1,4 @@
-"""Routes of one capability (aliases); each resolves the owner and calls one engine method.
+"""The alias routes' adapters: proposal listing and review, and a node's edges (alias links).
 
 Alias proposals are listed and reviewed here; a node's edges (verified alias links among
 them) are read here too, since those links are what an acceptance creates.

@@ -1,4 +1,4 @@
-"""Routes of grounded quantity aggregation: a structured query, and a few fixed question shapes."""
+"""The quantity routes' adapters: a structured aggregation query, and a few fixed question shapes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PRME as MCP tools: the engine's use cases for agents, with the same rules as the HTTP API.
+"""The MCP tools of the operations table: table-built and adapter tools, with the HTTP API's rules.
 
 Every tool resolves its owner through the caller's principal (a configured owner on stdio,
 the bearer key on streamable HTTP), validates its arguments with the same input models as

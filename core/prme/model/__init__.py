@@ -1,1 +1,1 @@
-"""Domain models of PRME: records, inputs, search documents and value bindings."""
+"""Domain models of PRME: records, inputs, vocabularies, search documents and judgment records."""

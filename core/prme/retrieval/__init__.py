@@ -1,1 +1,1 @@
-"""Retrieval logic: fusion, packing results, receipts and value-binding resolution."""
+"""Retrieval without I/O: profiles, fusion, caps, packing, receipts, results and value bindings."""

@@ -1,4 +1,4 @@
-"""Opening SQLite databases the way the embedded backend needs them.
+"""The embedded backend's SQLite connections and the private file modes of its data directory.
 
 Memories are private: the data directory is 0700 and every database file 0600, whatever the
 process umask, and a directory or file left more open by an older version is tightened.
