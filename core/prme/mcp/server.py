@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from prme.engine.aliases import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.service import MemoryEngine
@@ -643,7 +644,9 @@ def _judgment_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
     def memory_list_alias_proposals(
         status: Annotated[AliasStatus | None, described(AliasProposalQuery, "status")] = None,
         scope: Annotated[Scope | None, described(AliasProposalQuery, "scope")] = None,
-        limit: Annotated[int, described(AliasProposalQuery, "limit", ge=1, le=500)] = 100,
+        limit: Annotated[
+            int, described(AliasProposalQuery, "limit", ge=1, le=MAX_LIST_LIMIT)
+        ] = DEFAULT_LIST_LIMIT,
         user_id: UserId = None,
     ) -> CallToolResult:
         return run(
