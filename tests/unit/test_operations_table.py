@@ -22,7 +22,7 @@ from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.mcp.server import build_mcp_server
 from prme.operations import OPERATIONS, Caller, client_docstring, mcp_description
-from tests.conftest import TOKEN_COUNTER
+from tests.harness.engines import TOKEN_COUNTER
 
 # MemoryClient methods that are not operations: the context manager and an older name.
 CLIENT_PLUMBING = {"close", "process_pending"}
