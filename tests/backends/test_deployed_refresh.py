@@ -1,5 +1,5 @@
 """The AWS engine with the index refresh the stack deploys (`refresh_on_write` off: a write is
-searchable about a second later). The other contract tests make writes searchable at once;
+searchable about a second later). The engine tests make writes searchable at once;
 these show the engine needs no write of its own to be searchable within an operation."""
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def dynamodb_ledger(client: Any, table: str) -> DynamoDbLedger:
-    """The ledger the engine contract suite runs on: a moto client and a fresh table."""
+    """The ledger the engine tests run on: a moto client and a fresh table."""
     return DynamoDbLedger(client, table)
 
 

@@ -1,4 +1,5 @@
-"""Fixtures for tests against the local AWS: moto's server over real HTTP (and OpenSearch).
+"""The local AWS for tests: moto's server over real HTTP, OpenSearch, fresh resource names per
+test, and an engine on the AWS adapters.
 
 `make test` starts the local AWS and exports AWS_ENDPOINT_URL; run alone, a session-wide
 moto server is started in-process on a free port. Tests never reset the server (parallel

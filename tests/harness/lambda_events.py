@@ -1,4 +1,5 @@
-"""Lambda test support: real event payloads, a Lambda context, and a deployed-like environment."""
+"""Lambda invocations for tests: real event payloads, a Lambda context, and the deployed
+environment on the local AWS (the `deployed` fixture)."""
 
 from __future__ import annotations
 
