@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from prme.backends.embedded.service import LEDGER_FILE
-from tests.integration.test_cli import ROOT, free_port, prme
+from tests.harness.cli import ROOT, free_port, prme
 
 OWNER_ID = "crash-bench"
 CONTENT_PREFIX = "crash durability write"

@@ -29,8 +29,8 @@ from typing import Any
 
 import httpx
 
-from tests.integration.test_cli import free_port
-from tests.integration.test_keyless_mode import MCP_INITIALIZE
+from tests.harness.cli import free_port
+from tests.harness.http import MCP_INITIALIZE
 
 STACK_DEPTH = 200
 

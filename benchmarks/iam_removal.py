@@ -7,7 +7,7 @@ Run from the repo root with the local AWS up (`source /tmp/aws_env.sh`):
 Actions that nothing here can check are listed, not tried: CloudWatch Logs and X-Ray (the
 Lambda runtime writes them), Bedrock (not reachable) and the SQS event source's polling
 (Lambda's poller, not the handler, calls it). OpenSearch `es:ESHttp*` is checked by the
-authorizing proxy of tests/opensearch_iam_proxy.py.
+authorizing proxy of tests/harness/opensearch_iam_proxy.py.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from tests.iam_support import IamServer, iam_deployment, search_proxy, shared_server
-from tests.integration.test_iam_enforced import SCENARIOS, role_switcher
-from tests.opensearch_iam_proxy import AuthorizingProxy
-from tests.stack_template import LocalBinding, StackTemplate, synthesize
+from tests.harness.iam import IamServer, iam_deployment, search_proxy, shared_server
+from tests.harness.iam_scenarios import SCENARIOS, role_switcher
+from tests.harness.opensearch_iam_proxy import AuthorizingProxy
+from tests.harness.stack_template import LocalBinding, StackTemplate, synthesize
 
 _ELSEWHERE = {
     "logs": "written by the Lambda runtime",

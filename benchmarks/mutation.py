@@ -41,29 +41,29 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 AUTH_TESTS = (
     "tests/unit/test_identity.py",
-    "tests/contract/test_owner_isolation_routes.py",
-    "tests/contract/test_http_api.py",
-    "tests/integration/test_keyless_mode.py",
+    "tests/api/test_owner_isolation_routes.py",
+    "tests/api/test_http_api.py",
+    "tests/api/test_keyless_mode.py",
 )
 IDEMPOTENCY_TESTS = (
     "tests/unit/test_idempotency_rules.py",
     "tests/unit/test_store_rules.py",
-    "tests/contract/test_lifecycle.py",
-    "tests/contract/test_fast_ingest.py",
-    "tests/contract/test_http_api.py",
-    "tests/contract/test_backend_contract.py",
-    "tests/contract/test_dynamodb_ledger.py",
+    "tests/engine/test_lifecycle.py",
+    "tests/engine/test_fast_ingest.py",
+    "tests/api/test_http_api.py",
+    "tests/engine/test_backend_contract.py",
+    "tests/backends/test_dynamodb_ledger.py",
 )
 LIFECYCLE_TESTS = (
     "tests/unit/test_idempotency_rules.py",
-    "tests/contract/test_lifecycle.py",
-    "tests/contract/test_http_api.py",
+    "tests/engine/test_lifecycle.py",
+    "tests/api/test_http_api.py",
 )
 JOURNAL_TESTS = (
     "tests/unit/test_journal_checksum.py",
-    "tests/contract/test_journal_tampering.py",
-    "tests/contract/test_feedback.py",
-    "tests/contract/test_feedback_routes.py",
+    "tests/backends/test_journal_tampering.py",
+    "tests/engine/test_feedback.py",
+    "tests/api/test_feedback_routes.py",
 )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from prme.settings import Settings
-from tests.stack_template import LocalBinding, StackTemplate
+from tests.harness.stack_template import LocalBinding, StackTemplate
 
 pytestmark = pytest.mark.slow  # the shared synth: one per test run
 

@@ -14,7 +14,7 @@ import pytest
 from prme.backends.aws import resources
 from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.settings import Settings
-from tests.stack_template import LOCAL_ACCOUNT, LocalBinding, StackTemplate, synthesize
+from tests.harness.stack_template import LOCAL_ACCOUNT, LocalBinding, StackTemplate, synthesize
 
 if TYPE_CHECKING:
     from aws_cdk.assertions import Template

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.stack_template import LocalBinding, StackTemplate
+from tests.harness.stack_template import LocalBinding, StackTemplate
 
 pytestmark = pytest.mark.slow  # the shared synth: one per test run
 

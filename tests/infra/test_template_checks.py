@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack_template import REPO_ROOT, StackTemplate, iter_statements
+from tests.harness.stack_template import REPO_ROOT, StackTemplate, iter_statements
 
 pytestmark = pytest.mark.slow  # the shared synth, then each tool takes 5-15 s
 

@@ -16,8 +16,8 @@ from prme.backends.aws.sqs_queue import SqsWorkQueue
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
-from tests.aws_support import AwsNames, boto_client
-from tests.conftest import ALICE, BOB, OTHER_TENANT_ALICE, aws_harness
+from tests.harness.aws import AwsNames, aws_harness, boto_client
+from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE
 
 
 def engine_with(h: Any, **replacements: Any) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,33 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def prme(
-    data_dir: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PRME_EMBEDDER": "hashing",
-        "PYTHONPATH": f"{ROOT / 'core'}",
-        **(env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "prme.cli", "--data-dir", str(data_dir), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.harness.cli import ROOT, free_port, prme
 
 
 @pytest.mark.slow

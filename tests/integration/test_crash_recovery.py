@@ -20,7 +20,7 @@ from prme.model.records import OwnerKey
 from prme.retrieval.tokens import WhitespaceTokenCounter
 
 ALICE = OwnerKey(tenant_id="local", owner_id="alice")
-WRITER = [sys.executable, "-m", "tests.integration.crash_writer"]
+WRITER = [sys.executable, "-m", "tests.harness.crash_writer"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

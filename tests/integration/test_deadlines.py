@@ -30,10 +30,10 @@ from prme.engine.work_refs import WorkRef
 from prme.errors import IndexUnavailableError, StorageUnavailableError, status_for
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
-from tests.conftest import ALICE, aws_harness
-from tests.integration.lambda_support import ALICE as API_ALICE
-from tests.integration.lambda_support import Deployed, FakeLambdaContext, load_event
-from tests.integration.test_lambda_handlers import sqs_event
+from tests.harness.aws import aws_harness
+from tests.harness.engines import ALICE
+from tests.harness.lambda_events import ALICE as API_ALICE
+from tests.harness.lambda_events import Deployed, FakeLambdaContext, load_event, sqs_event
 
 # Each case waits out a budget on purpose.
 pytestmark = pytest.mark.slow

@@ -30,10 +30,10 @@ import pytest
 
 from prme.backends.aws.opensearch_index import build_opensearch_client
 from prme.embedding.hashing import HashingEmbedder
-from tests.aws_support import boto_client
-from tests.integration.cfn_support import ResponseCatcher, cloudformation_request
-from tests.integration.lambda_support import FakeLambdaContext, load_event
-from tests.stack_template import LocalBinding, StackTemplate
+from tests.harness.aws import boto_client
+from tests.harness.cloudformation import ResponseCatcher, cloudformation_request
+from tests.harness.lambda_events import FakeLambdaContext, load_event
+from tests.harness.stack_template import LocalBinding, StackTemplate
 
 pytestmark = pytest.mark.slow  # the shared synth, a subprocess and five handlers
 

@@ -3,25 +3,26 @@ with the template's environment, against a moto server that enforces IAM."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
 
-from prme.model.enums import CredentialRole
-from tests.iam_support import IamDeployment, IamServer, enter_function, iam_deployment
-from tests.integration.cfn_support import ResponseCatcher, cloudformation_request
-from tests.integration.lambda_support import (
-    ALICE,
-    TENANT,
-    FakeLambdaContext,
-    load_event,
-    sqs_records,
-    until_searchable,
+from tests.harness.cloudformation import ResponseCatcher, cloudformation_request
+from tests.harness.iam import IamDeployment, IamServer, iam_deployment
+from tests.harness.iam_scenarios import (
+    api_stores_and_retrieves,
+    import_materialize_retrieve,
+    ingest_rejects_into_its_dlq,
+    ingest_then_extract,
+    maintenance_announces_overdue_work,
+    role_switcher,
 )
-from tests.opensearch_iam_proxy import AuthorizingProxy
-from tests.stack_template import StackTemplate
+from tests.harness.lambda_events import (
+    FakeLambdaContext,
+)
+from tests.harness.opensearch_iam_proxy import AuthorizingProxy
+from tests.harness.stack_template import StackTemplate
 
 
 @pytest.fixture
@@ -32,231 +33,6 @@ def iam_deployed(
     opensearch_iam_proxy: AuthorizingProxy,
 ) -> Iterator[IamDeployment]:
     yield from iam_deployment(iam_aws, stack_template, opensearch_url, opensearch_iam_proxy)
-
-
-RunAs = Callable[[str], None]
-
-
-def role_switcher(
-    deployment: IamDeployment,
-    monkeypatch: pytest.MonkeyPatch,
-    statements: Mapping[str, list[dict[str, Any]]] | None = None,
-) -> RunAs:
-    """`run_as(function)`: from then on, handlers run as `function` would be deployed, with its
-    environment and its role's statements (or the ones given for it here)."""
-
-    def run_as(function: str) -> None:
-        if function not in deployment.keys:
-            given = (statements or {}).get(function)
-            deployment.keys[function] = deployment.create_user(function, given)
-        enter_function(monkeypatch, deployment.environment(function, deployment.keys[function]))
-
-    return run_as
-
-
-def api_key(deployment: IamDeployment) -> str:
-    """Alice's owner key, issued as an operator would (outside every function's role)."""
-    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
-    from prme.backends.clock import SystemClock
-    from prme.engine.credentials import CredentialService
-
-    ledger = DynamoDbLedger(deployment.admin("dynamodb"), deployment.binding.table_name)
-    issued = CredentialService(ledger, SystemClock()).create(
-        tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER
-    )
-    return issued.secret
-
-
-def age_pending_work(deployment: IamDeployment) -> None:
-    """Make Alice's pending work look untouched since before its queue could still be
-    delivering it (the sweeper waits that long), as the clock would see it later."""
-    from datetime import timedelta
-
-    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
-    from prme.backends.aws.resources import queue_specs
-
-    ledger = DynamoDbLedger(deployment.admin("dynamodb"), deployment.binding.table_name)
-    specs = queue_specs(deployment.binding.queue_prefix)
-    for family in ("materialize", "extract"):
-        span = specs[family].delivery_span_s
-        for work in ledger.list_pending_work(ALICE, 100, family=family):
-            earlier = work.updated_at - timedelta(seconds=span + 1)
-            ledger.save_work(work.model_copy(update={"updated_at": earlier}))
-
-
-def api_call(
-    key: str, path: str, body: dict[str, Any] | None = None, *, method: str | None = None
-) -> tuple[int, dict[str, Any]]:
-    """A POST with `body` through API Gateway's v2 event, or a GET without one (or `method`)."""
-    from functions import api
-
-    event = load_event("apigw_v2_store.json" if body is not None else "apigw_v2_get_event.json")
-    event["headers"]["authorization"] = f"Bearer {key}"
-    event["rawPath"] = event["requestContext"]["http"]["path"] = path
-    if method is not None:
-        event["requestContext"]["http"]["method"] = method
-    if body is not None:
-        event["body"] = json.dumps(body)
-    response = api.handler(event, FakeLambdaContext())
-    return response["statusCode"], json.loads(response["body"])
-
-
-def retrieved_nodes(key: str, query: str, expected: set[str]) -> dict[str, str]:
-    """The node id of each content a retrieve through the API finds, once `expected` is
-    searchable (or a bound passed)."""
-
-    def read() -> dict[str, str]:
-        status, body = api_call(key, "/v1/retrieve", {"query": query})
-        assert status == 200, body
-        return {hit["content"]: hit["node_id"] for hit in body["results"]}
-
-    return until_searchable(read, lambda found: set(found) == expected)
-
-
-def retrieved_contents(key: str, query: str, expected: set[str]) -> set[str]:
-    return set(retrieved_nodes(key, query, expected))
-
-
-def drain(deployment: IamDeployment, queue: str) -> list[str]:
-    sqs, bodies = deployment.admin("sqs"), list[str]()
-    while True:
-        response = sqs.receive_message(
-            QueueUrl=deployment.queue_urls[queue],
-            MaxNumberOfMessages=10,
-            MessageAttributeNames=["All"],
-        )
-        messages = response.get("Messages", [])
-        if not messages:
-            return bodies
-        for message in messages:
-            reason = message.get("MessageAttributes", {}).get("prme_reason", {})
-            bodies.append(reason.get("StringValue", message["Body"]))
-            sqs.delete_message(
-                QueueUrl=deployment.queue_urls[queue], ReceiptHandle=message["ReceiptHandle"]
-            )
-
-
-def ingest_rejects_into_its_dlq(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import ingest_consumer
-
-    run_as("ingest")
-    event = sqs_records("sqs_ingest_batch.json", ["not json at all"])
-    # Before the DLQ grant: GetQueueUrl on the DLQ was denied, the record failed and was
-    # retried until SQS's redrive moved it, without its reason.
-    assert ingest_consumer.handler(event, FakeLambdaContext()) == {"batchItemFailures": []}
-    assert drain(deployment, "ingest-dlq") == ["invalid_message:not_json"]
-
-
-def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
-    key = api_key(deployment)
-    run_as("api")
-    status, stored = api_call(key, "/v1/store", {"content": "I moved to Lisbon in May."})
-    assert status == 200, stored
-    assert stored["processing_status"] == "completed"
-    expected = {"I moved to Lisbon in May."}
-    assert retrieved_contents(key, "Lisbon", expected) == expected
-    status, progress = api_call(key, f"/v1/events/{stored['event_id']}/processing-status")
-    assert (status, progress["processing_status"]) == (200, "completed"), progress
-    # An ingest announces its extraction; a fast ingest announces its materialization.
-    status, ingested = api_call(key, "/v1/ingest", {"content": "I adopted 2 cats last week."})
-    assert (status, ingested["extraction_status"]) == (200, "pending"), ingested
-    assert len(drain(deployment, "extract")) == 1
-    status, fast = api_call(key, "/v1/ingest/fast", {"items": [{"content": "a quick note"}]})
-    assert (status, fast["accepted"]) == (200, 1), fast
-    assert len(drain(deployment, "materialize")) == 1
-    # A caller may run the pass itself: it closes the work item in the API function.
-    status, report = api_call(key, "/v1/materializations/process", {})
-    assert (status, report["processed"], report["failed"]) == (200, 1, 0), report
-
-
-def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import extractor
-
-    key = api_key(deployment)
-    run_as("api")
-    content = {"content": "I adopted 2 cats from Lisbon Animal Rescue last week."}
-    status, ingested = api_call(key, "/v1/ingest", content)
-    assert status == 200, ingested
-
-    run_as("extractor")
-    batch = sqs_records("sqs_materialize_batch.json", drain(deployment, "extract"))
-    assert extractor.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
-
-    run_as("api")
-    status, body = api_call(key, f"/v1/events/{ingested['event_id']}/extraction-status")
-    assert (status, body["extraction_status"]) == (200, "completed"), body
-
-
-def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import ingest_consumer, materializer
-
-    key = api_key(deployment)
-    run_as("ingest")
-    imported = ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    assert imported == {"batchItemFailures": []}
-    work = drain(deployment, "materialize")
-    assert len(work) == 2
-
-    run_as("materializer")
-    batch = sqs_records("sqs_materialize_batch.json", work)
-    assert materializer.handler(batch, FakeLambdaContext()) == {"batchItemFailures": []}
-
-    run_as("api")
-    expected = {"Imported note one", "Imported note two"}
-    found = retrieved_nodes(key, "Imported note", expected)
-    assert set(found) == expected
-    # A lifecycle move announces its node's index update, which the materializer reads the
-    # existing node for (a batched read) and rewrites.
-    status, moved = api_call(key, f"/v1/nodes/{found['Imported note one']}/archive", method="PUT")
-    assert (status, moved["lifecycle_state"]) == (200, "archived"), moved
-    update = drain(deployment, "materialize")
-    assert len(update) == 1
-    run_as("materializer")
-    rewritten = materializer.handler(
-        sqs_records("sqs_materialize_batch.json", update), FakeLambdaContext()
-    )
-    assert rewritten == {"batchItemFailures": []}
-
-
-def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import ingest_consumer, maintenance
-
-    key = api_key(deployment)
-    run_as("ingest")
-    ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    run_as("api")
-    api_call(key, "/v1/ingest", {"content": "We ran 12 km on Sunday."})
-    for name in ("International Business Machines", "IBM"):
-        api_call(key, "/v1/store", {"content": name, "node_type": "entity"})
-    # Every announcement is lost.
-    announced = {queue: drain(deployment, queue) for queue in ("materialize", "extract")}
-    age_pending_work(deployment)
-
-    run_as("maintenance")
-    result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
-    assert result["overdue_announced"] == 3
-    assert result["alias_proposals_created"] == 1
-    for queue, bodies in announced.items():
-        assert sorted(drain(deployment, queue)) == sorted(bodies), queue
-
-
-# Which scenarios run each function: a grant the function needs fails at least one of them.
-SCENARIOS: dict[str, tuple[Callable[[IamDeployment, RunAs], None], ...]] = {
-    "api": (
-        api_stores_and_retrieves,
-        import_materialize_retrieve,
-        ingest_then_extract,
-        maintenance_announces_overdue_work,
-    ),
-    "ingest": (
-        ingest_rejects_into_its_dlq,
-        import_materialize_retrieve,
-        maintenance_announces_overdue_work,
-    ),
-    "materializer": (import_materialize_retrieve,),
-    "extractor": (ingest_then_extract,),
-    "maintenance": (maintenance_announces_overdue_work,),
-}
 
 
 def test_ingest_consumer_parks_a_never_valid_message_in_its_dlq(

@@ -14,9 +14,9 @@ from localstack.hung_port import HungPort
 from prme.backends.aws.bootstrap import ensure_index
 from prme.backends.aws.opensearch_index import VectorShape, build_opensearch_client
 from prme.backends.aws.resources import index_name
-from tests.aws_support import AwsNames
-from tests.integration.cfn_support import ResponseCatcher, cloudformation_request
-from tests.integration.lambda_support import FakeLambdaContext
+from tests.harness.aws import AwsNames
+from tests.harness.cloudformation import ResponseCatcher, cloudformation_request
+from tests.harness.lambda_events import FakeLambdaContext
 
 RESPONSE_KEYS = {
     "Status",

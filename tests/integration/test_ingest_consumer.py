@@ -7,7 +7,7 @@ from typing import Any
 
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput
-from tests.integration.lambda_support import (
+from tests.harness.lambda_events import (
     ALICE,
     Deployed,
     FakeLambdaContext,

@@ -10,12 +10,13 @@ import pytest
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import NodeType, ProcessingStatus, WorkFailure
 from prme.model.inputs import StoreInput
-from tests.integration.lambda_support import (
+from tests.harness.lambda_events import (
     ALICE,
     Deployed,
     FakeLambdaContext,
     load_event,
-    sqs_records,
+    pending_store,
+    sqs_event,
 )
 
 
@@ -90,48 +91,10 @@ def test_api_uses_the_request_id_as_correlation_id(deployed: Deployed) -> None:
     assert logger.get_correlation_id() == request_id
 
 
-def _pending_store(content: str, *, lose_send: bool = False) -> tuple[Any, Any]:
-    """A store whose indexing failed, as after an OpenSearch outage: its work is pending."""
-    from functions import runtime
-    from prme.engine.deps import EngineDeps
-    from prme.engine.service import MemoryEngine
-    from prme.errors import IndexUnavailableError
-
-    class DownIndex:
-        def upsert(self, documents: Any) -> None:
-            raise IndexUnavailableError()
-
-        def search(self, owner: Any, query: Any) -> Any:
-            raise IndexUnavailableError()
-
-    class LostQueue:
-        def enqueue(self, items: Any) -> None:
-            from prme.errors import StorageUnavailableError
-
-            raise StorageUnavailableError()
-
-    deps = runtime.backend().engine.deps
-    replaced: dict[str, Any] = {"index": DownIndex()}
-    if lose_send:
-        replaced["queue"] = LostQueue()
-    down = MemoryEngine(EngineDeps(**{**deps.__dict__, **replaced}))
-    result = down.store(ALICE, StoreInput(content=content))
-    assert result.processing_status is ProcessingStatus.PENDING
-    work = runtime.backend().engine.get_processing_status(ALICE, result.event_id)[1][0]
-    return result, work
-
-
-def sqs_event(
-    refs: list[WorkRef], *, receive_count: int = 1, extra_bodies: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    bodies = [json.dumps(ref.to_message()) for ref in refs] + list(extra_bodies)
-    return sqs_records("sqs_materialize_batch.json", bodies, receive_count=receive_count)
-
-
 def test_materializer_processes_work_and_reports_partial_failures(deployed: Deployed) -> None:
     from functions import materializer, runtime
 
-    result, work = _pending_store("indexed by the materializer")
+    result, work = pending_store("indexed by the materializer")
     event = sqs_event([WorkRef.of(work)], extra_bodies=("this is not a work message",))
     response = materializer.handler(event, FakeLambdaContext())
     # Only the unreadable message is reported failed; SQS redelivers it, then dead-letters it.
@@ -146,7 +109,7 @@ def test_materializer_processes_work_and_reports_partial_failures(deployed: Depl
 def test_poison_work_fails_on_its_last_receive_and_shows_in_status(deployed: Deployed) -> None:
     from functions import materializer, runtime
 
-    result, work = _pending_store("a node the index keeps refusing")
+    result, work = pending_store("a node the index keeps refusing")
     runtime.backend().clients.opensearch.indices.close(index=f"{deployed.names.index_alias}-v1")
     try:
         first = materializer.handler(
@@ -187,7 +150,7 @@ def test_maintenance_announces_overdue_work_of_every_kind_once_its_queue_gave_up
     specs = queue_specs(deployed.names.queue_prefix)
     engine = runtime.backend().engine
     # Given materialization work whose send was lost, and two extractions
-    _, materialize = _pending_store("left pending by a lost send", lose_send=True)
+    _, materialize = pending_store("left pending by a lost send", lose_send=True)
     lost = engine.ingest(ALICE, IngestInput(content="We ran 12 km."))
     in_flight = engine.ingest(ALICE, IngestInput(content="We swam 2 km."))
     assert len(_received_refs(deployed, "extract")) == 2  # taken off the queue

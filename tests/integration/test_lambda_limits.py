@@ -16,8 +16,8 @@ from prme.engine.deadlines import PASS_SHARE_OF_DEADLINE
 from prme.model.input_policy import LAMBDA_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.settings import Settings
-from tests.integration.lambda_limits import Invocation, api_event, invoke
-from tests.integration.lambda_support import ALICE, Deployed, FakeLambdaContext
+from tests.harness.lambda_events import ALICE, Deployed, FakeLambdaContext
+from tests.harness.lambda_limits import Invocation, api_event, invoke
 
 pytestmark = pytest.mark.slow
 

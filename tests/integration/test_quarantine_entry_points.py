@@ -12,12 +12,11 @@ from prme.embedding.hashing import HashingEmbedder
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import FastIngestInput
 from prme.model.records import OwnerKey
-from tests.aws_support import boto_client
-from tests.integration.lambda_support import ALICE as LAMBDA_ALICE
-from tests.integration.lambda_support import Deployed, FakeLambdaContext
-from tests.integration.test_cli import prme
-from tests.integration.test_lambda_handlers import _pending_store, sqs_event
-from tests.quarantine_support import dynamodb_poison, sqlite_poison
+from tests.harness.aws import boto_client
+from tests.harness.cli import prme
+from tests.harness.lambda_events import ALICE as LAMBDA_ALICE
+from tests.harness.lambda_events import Deployed, FakeLambdaContext, pending_store, sqs_event
+from tests.harness.poison import dynamodb_poison, sqlite_poison
 
 ALICE = OwnerKey(tenant_id="local", owner_id="alice")
 BOB = OwnerKey(tenant_id="local", owner_id="bob")
@@ -75,8 +74,8 @@ def test_the_materializer_fails_work_on_an_unreadable_node_and_takes_the_rest(
     from functions import materializer, runtime
     from prme.engine.work_refs import WorkRef
 
-    broken, broken_work = _pending_store("a node that will not load")
-    kept, kept_work = _pending_store("a node that loads")
+    broken, broken_work = pending_store("a node that will not load")
+    kept, kept_work = pending_store("a node that loads")
     poison = dynamodb_poison(boto_client("dynamodb", aws_endpoint), deployed.names.table)
     poison("node", LAMBDA_ALICE, broken.node_id, "deep_metadata")
 

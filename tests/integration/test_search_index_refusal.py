@@ -11,8 +11,8 @@ from prme.backends.aws.bootstrap import ensure_index
 from prme.backends.aws.opensearch_index import build_opensearch_client
 from prme.backends.aws.resources import index_name
 from prme.errors import SearchIndexMismatchError
-from tests.aws_support import boto_client
-from tests.integration.lambda_support import Deployed, FakeLambdaContext, load_event
+from tests.harness.aws import boto_client
+from tests.harness.lambda_events import Deployed, FakeLambdaContext, load_event
 
 
 def test_the_api_refuses_an_index_of_another_dimension(

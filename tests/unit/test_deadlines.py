@@ -23,7 +23,7 @@ from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexHits, IndexQuery
-from tests.conftest import ALICE, memory_harness
+from tests.harness.engines import ALICE, memory_harness
 
 
 def test_no_deadline_outside_a_request() -> None:

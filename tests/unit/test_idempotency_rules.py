@@ -11,7 +11,7 @@ from prme.errors import ConflictError
 from prme.model.enums import ProcessingStatus, WorkStatus
 from prme.model.inputs import StoreInput
 from prme.model.records import IdempotencyRecord, OwnerKey
-from tests.conftest import ALICE, Harness
+from tests.harness.engines import ALICE, Harness
 
 
 def store_input(**fields: Any) -> StoreInput:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.opensearch_iam_proxy import allows
+from tests.harness.iam_policy import allows
 
 DOMAIN = "arn:aws:es:us-east-1:123456789012:domain/prme-search"
 GRANT = {

@@ -44,7 +44,7 @@ from prme.operations import (
     client_docstring,
     mcp_description,
 )
-from tests.conftest import TOKEN_COUNTER
+from tests.harness.engines import TOKEN_COUNTER
 
 # MemoryClient methods that are not operations: the context manager and an older name.
 CLIENT_PLUMBING = {"close", "process_pending"}

@@ -16,7 +16,7 @@ from prme.model.quantities import (
     predicate_has_prefix,
 )
 from prme.ports import Ledger
-from tests.conftest import ALICE, memory_harness
+from tests.harness.engines import ALICE, memory_harness
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from prme.model.records import OwnerKey
 from prme.model.search import EmbeddingModelInfo, IndexDocument
 from prme.ports import Embedder
 from prme.settings import Settings
-from tests.conftest import ALICE, BOB, Harness, memory_harness
+from tests.harness.engines import ALICE, BOB, Harness, memory_harness
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 # (session, minutes after START, speaker, text): two sessions, interleaved in time.

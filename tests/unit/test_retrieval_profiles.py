@@ -17,7 +17,7 @@ from prme.retrieval.fusion import FUSION_STEPS, FusionConfig, enabled_steps
 from prme.retrieval.profiles import PROFILES, TECHNIQUES, profile_settings
 from prme.retrieval.receipts import RECEIPT_OPERATION, RetrievalReceipt
 from prme.settings import ENGINE_SETTINGS, Settings
-from tests.conftest import ALICE, Harness, memory_harness
+from tests.harness.engines import ALICE, Harness, memory_harness
 
 # The engine's retrieval settings before profiles existed: the default profile keeps them.
 TODAYS_DEFAULTS: dict[str, Any] = {

@@ -10,7 +10,7 @@ from prme.engine.vector_input import vector_text
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.retrieval.query_analysis import named_speakers
 from prme.retrieval.receipts import RetrievalReceipt
-from tests.conftest import ALICE, Harness, memory_harness
+from tests.harness.engines import ALICE, Harness, memory_harness
 
 OLDER, NEWER = "2023-01-01T00:00:00Z", "2023-02-01T00:00:00Z"
 

@@ -12,7 +12,7 @@ from prme.errors import EmbeddingUnavailableError
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.search import EmbeddingModelInfo, IndexQuery
 from prme.retrieval.receipts import RetrievalReceipt
-from tests.conftest import ALICE, BOB, Harness, memory_harness
+from tests.harness.engines import ALICE, BOB, Harness, memory_harness
 
 
 def store(h: Harness, content: str, **fields: Any) -> str:
@@ -289,7 +289,7 @@ def test_non_neutral_ranking_multipliers_are_rejected() -> None:
 
 
 def test_speaker_name_is_not_a_lexical_search_field(tmp_path: Any) -> None:
-    from tests.conftest import embedded_harness
+    from tests.harness.engines import embedded_harness
 
     h = embedded_harness(tmp_path / "d")
     store(h, "I painted a sunrise over the lake.", speaker="Zebulon", role="participant")

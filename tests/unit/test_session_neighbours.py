@@ -11,7 +11,7 @@ from prme.engine.config import EngineConfig, ScoringConfig
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.retrieval.fusion import FusionConfig, FusionInput, fuse
 from prme.retrieval.receipts import RetrievalReceipt
-from tests.conftest import ALICE, Harness, memory_harness
+from tests.harness.engines import ALICE, Harness, memory_harness
 
 RRF_K = 20
 

@@ -19,7 +19,7 @@ from prme.model.enums import (
     SourceType,
 )
 from prme.model.inputs import StoreInput
-from tests.conftest import ALICE, Harness
+from tests.harness.engines import ALICE, Harness
 
 
 def store_input(**fields: Any) -> StoreInput:
@@ -209,7 +209,7 @@ def test_idempotency_key_with_other_input_conflicts(harness: Harness) -> None:
 
 
 def test_idempotency_keys_are_per_owner(harness: Harness) -> None:
-    from tests.conftest import BOB
+    from tests.harness.engines import BOB
 
     mine = harness.engine.store(ALICE, store_input(), idempotency_key="shared")
     theirs = harness.engine.store(BOB, store_input(), idempotency_key="shared")

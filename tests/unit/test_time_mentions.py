@@ -10,7 +10,7 @@ from prme.engine.config import EngineConfig, ScoringConfig
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.retrieval.query_analysis import mentioned_periods
 from prme.retrieval.receipts import RetrievalReceipt
-from tests.conftest import ALICE, Harness, memory_harness
+from tests.harness.engines import ALICE, Harness, memory_harness
 
 
 def test_days_months_and_years_are_read_as_half_open_periods() -> None:

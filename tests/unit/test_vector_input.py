@@ -14,7 +14,7 @@ from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, Sou
 from prme.model.inputs import StoreInput
 from prme.model.records import SPEAKER_METADATA_KEY, MemoryNode
 from prme.model.search import IndexQuery
-from tests.conftest import ALICE, memory_harness
+from tests.harness.engines import ALICE, memory_harness
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 

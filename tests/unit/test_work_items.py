@@ -18,7 +18,7 @@ from prme.engine.work_retry import (
 from prme.model.enums import NodeType, WorkFailure, WorkKind, WorkStatus
 from prme.model.inputs import FastIngestInput, FastIngestItem, IngestInput, StoreInput
 from prme.model.records import WorkItem
-from tests.conftest import ALICE, Harness
+from tests.harness.engines import ALICE, Harness
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)

@@ -15,8 +15,8 @@ from prme.errors import StorageUnavailableError
 from prme.model.enums import ProcessingStatus, WorkStatus
 from prme.model.inputs import IngestInput, StoreInput
 from prme.model.records import OwnerKey, WorkItem
-from tests.conftest import ALICE, Harness, memory_harness
-from tests.contract.test_backend_contract import SwitchableIndex
+from tests.harness.engines import ALICE, Harness, memory_harness
+from tests.harness.switchable_index import SwitchableIndex
 
 
 class StalePendingListing:

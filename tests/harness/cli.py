@@ -1,0 +1,37 @@
+"""The `prme` command run as a subprocess on a data directory, and a free loopback port for servers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def prme(
+    data_dir: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PRME_EMBEDDER": "hashing",
+        "PYTHONPATH": f"{ROOT / 'core'}",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "prme.cli", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

@@ -1,0 +1,75 @@
+"""Engines for tests: the in-memory fakes or the embedded backend, each with a manual clock and
+recorded work announcements, and the owners the tests store for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prme.backends.clock import ManualClock
+from prme.backends.embedded.service import open_embedded
+from prme.backends.memory import InMemoryIndex, InMemoryLedger, RecordingWorkQueue
+from prme.embedding.hashing import HashingEmbedder
+from prme.engine.config import EngineConfig
+from prme.engine.deps import EngineDeps
+from prme.engine.service import MemoryEngine
+from prme.model.records import OwnerKey
+from prme.ports import Embedder, Ledger, SearchIndex
+from prme.retrieval.tokens import Cl100kTokenCounter
+
+ALICE = OwnerKey(tenant_id="t1", owner_id="alice")
+BOB = OwnerKey(tenant_id="t1", owner_id="bob")
+OTHER_TENANT_ALICE = OwnerKey(tenant_id="t2", owner_id="alice")
+
+TOKEN_COUNTER = Cl100kTokenCounter()
+
+
+@dataclass
+class Harness:
+    engine: MemoryEngine
+    ledger: Ledger
+    index: SearchIndex
+    queue: RecordingWorkQueue
+    clock: ManualClock
+    embedder: Embedder
+
+
+def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None = None) -> Harness:
+    ledger, index, queue, clock = (
+        InMemoryLedger(),
+        InMemoryIndex(),
+        RecordingWorkQueue(),
+        ManualClock(),
+    )
+    embedder = embedder or HashingEmbedder()
+    deps = EngineDeps(
+        ledger=ledger,
+        index=index,
+        queue=queue,
+        embedder=embedder,
+        clock=clock,
+        token_counter=TOKEN_COUNTER,
+        config=config or EngineConfig(),
+    )
+    return Harness(MemoryEngine(deps), ledger, index, queue, clock, embedder)
+
+
+def embedded_harness(
+    data_dir: Path, config: EngineConfig | None = None, embedder: Embedder | None = None
+) -> Harness:
+    clock = ManualClock()
+    embedder = embedder or HashingEmbedder()
+    backend = open_embedded(
+        data_dir, embedder=embedder, clock=clock, token_counter=TOKEN_COUNTER, config=config
+    )
+    queue = RecordingWorkQueue()
+    deps = EngineDeps(
+        ledger=backend.ledger,
+        index=backend.index,
+        queue=queue,
+        embedder=embedder,
+        clock=clock,
+        token_counter=TOKEN_COUNTER,
+        config=config or EngineConfig(),
+    )
+    return Harness(MemoryEngine(deps), backend.ledger, backend.index, queue, clock, embedder)
