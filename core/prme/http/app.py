@@ -138,13 +138,7 @@ def _read_routes(app: FastAPI, engine: MemoryEngine, response_budget: ResponseBu
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
         response = engine.retrieve(owner, request, response_budget=response_budget)
-        return RetrieveResponse(
-            results=response.results,
-            bundle=response.bundle,
-            value_bindings=response.value_bindings,
-            metrics=response.metrics,
-            size_limit=response.size_limit,
-        )
+        return RetrieveResponse.model_validate(response, from_attributes=True)
 
     @served(app, "get_processing_status")
     def get_processing_status(
