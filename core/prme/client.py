@@ -75,6 +75,12 @@ def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
         raise InvalidRequestError.from_validation(exc) from None
 
 
+def _from_arguments(model: type[_Input], arguments: dict[str, Any]) -> _Input:
+    """The request a method's arguments make: every argument named like a field of `model`
+    (an UNSET one left out), so the field list is the model's alone."""
+    return _validated(model, {k: v for k, v in arguments.items() if k in model.model_fields})
+
+
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
@@ -142,23 +148,11 @@ class MemoryClient:
         ttl_days: int | None = UNSET,
     ) -> StoreResult:
         """Store a memory. Omit ttl_days for the node type's default; None disables expiry."""
-        request = _validated(
+        request = _from_arguments(
             StoreInput,
             {
-                "content": content,
-                "retrieval_content": retrieval_content,
+                **locals(),
                 "value_bindings": list(value_bindings) if value_bindings is not None else None,
-                "role": role,
-                "speaker": speaker,
-                "session_id": session_id,
-                "node_type": node_type,
-                "scope": scope,
-                "metadata": metadata,
-                "epistemic_type": epistemic_type,
-                "source_type": source_type,
-                "confidence": confidence,
-                "event_time": event_time,
-                "ttl_days": ttl_days,
             },
         )
         return self._engine.store(self._owner(user_id), request)
@@ -180,22 +174,7 @@ class MemoryClient:
         context_format: Literal["reader", "auditable"] = "reader",
         ranking_multipliers: dict[str, float] | None = None,
     ) -> RetrievalResponse:
-        request = _validated(
-            RetrieveInput,
-            {
-                "query": query,
-                "limit": limit,
-                "token_budget": token_budget,
-                "min_score": min_score,
-                "max_per_source": max_per_source,
-                "max_per_evidence": max_per_evidence,
-                "mode": mode,
-                "filters": filters,
-                "reference_time": reference_time,
-                "context_format": context_format,
-                "ranking_multipliers": ranking_multipliers,
-            },
-        )
+        request = _from_arguments(RetrieveInput, locals())
         return self._engine.retrieve(self._owner(user_id), request)
 
     @_operation("get_event")
@@ -256,19 +235,7 @@ class MemoryClient:
         idempotency_key: str | None = None,
     ) -> IngestResult:
         """Keep a message verbatim and extract grounded memories from it."""
-        request = _validated(
-            IngestInput,
-            {
-                "content": content,
-                "role": role,
-                "speaker": speaker,
-                "session_id": session_id,
-                "metadata": metadata,
-                "scope": scope,
-                "event_time": event_time,
-                "wait_for_extraction": wait_for_extraction,
-            },
-        )
+        request = _from_arguments(IngestInput, locals())
         return self._engine.ingest(self._owner(user_id), request, idempotency_key=idempotency_key)
 
     @_operation("ingest_fast")
@@ -357,16 +324,7 @@ class MemoryClient:
         method: Literal["explicit_user", "structured_evaluation"] = "explicit_user",
         user_id: str | None = None,
     ) -> RelevanceRecord:
-        request = _validated(
-            RelevanceInput,
-            {
-                "request_id": request_id,
-                "labels": labels,
-                "feedback_id": feedback_id,
-                "surface": surface,
-                "method": method,
-            },
-        )
+        request = _from_arguments(RelevanceInput, locals())
         return self._engine.record_relevance(self._owner(user_id), request)
 
     @_operation("get_relevance")
@@ -391,16 +349,8 @@ class MemoryClient:
         answer_sha256: str | None = None,
         user_id: str | None = None,
     ) -> AnswerCitationRecord:
-        request = _validated(
-            AnswerCitationInput,
-            {
-                "request_id": request_id,
-                "answer_id": answer_id,
-                "cited_node_ids": list(cited_node_ids),
-                "method": method,
-                "citation_id": citation_id,
-                "answer_sha256": answer_sha256,
-            },
+        request = _from_arguments(
+            AnswerCitationInput, {**locals(), "cited_node_ids": list(cited_node_ids)}
         )
         return self._engine.record_answer_citations(self._owner(user_id), request)
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -533,22 +533,25 @@ def _item(record: JournalRecord, review: JournalRecord | None) -> AliasProposalI
     )
 
 
-def _decode_proposal(record: JournalRecord) -> AliasProposal | None:
-    if record.operation != ALIAS_PROPOSAL_OPERATION or not record.verify():
+_Decoded = TypeVar("_Decoded", AliasProposal, AliasReview)
+
+
+def _decode(record: JournalRecord, operation: str, model: type[_Decoded]) -> _Decoded | None:
+    """The payload of a journal record of `operation` that verifies; None for any other."""
+    if record.operation != operation or not record.verify():
         return None
     try:
-        return AliasProposal.model_validate(record.payload)
+        return model.model_validate(record.payload)
     except ValidationError:
         return None
+
+
+def _decode_proposal(record: JournalRecord) -> AliasProposal | None:
+    return _decode(record, ALIAS_PROPOSAL_OPERATION, AliasProposal)
 
 
 def _decode_review(record: JournalRecord) -> AliasReview | None:
-    if record.operation != ALIAS_REVIEW_OPERATION or not record.verify():
-        return None
-    try:
-        return AliasReview.model_validate(record.payload)
-    except ValidationError:
-        return None
+    return _decode(record, ALIAS_REVIEW_OPERATION, AliasReview)
 
 
 # -- reviews ----------------------------------------------------------------------------

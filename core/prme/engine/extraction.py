@@ -10,12 +10,11 @@ from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.indexing import index_nodes
-from prme.engine.inference import infer_source_type
+from prme.engine.nodes import NodeChoices, node_from_event
 from prme.engine.store import alias_scan_work
 from prme.engine.work_retry import after_failed_attempt
 from prme.errors import ConflictError, CorruptRecordError, ExtractionUnavailableError
-from prme.model.canonical import sha256_text
-from prme.model.enums import EpistemicType, LifecycleState, NodeType, WorkFailure
+from prme.model.enums import EpistemicType, NodeType, WorkFailure
 from prme.model.extraction import Extraction
 from prme.model.records import (
     EXTRACTION_METADATA_KEY,
@@ -157,30 +156,26 @@ def artifacts_to_records(
             "evidence_quote": quantity.evidence_quote,
         }
         specs.append((f"quantity:{i}", NodeType.FACT, quantity.evidence_quote, meta, None))
-    nodes: list[MemoryNode] = []
-    for name, node_type, text, meta, valid_from in specs[:MAX_ARTIFACT_NODES]:
-        nodes.append(
-            MemoryNode(
-                id=str(uuid.uuid5(seed, name)),
-                tenant_id=event.tenant_id,
-                owner_id=event.owner_id,
+    nodes = [
+        node_from_event(
+            deps,
+            event,
+            node_id=str(uuid.uuid5(seed, name)),
+            now=now,
+            # Extracted statements are the speaker's assertions, held with moderate confidence
+            # and kept until archived (no expiry).
+            choices=NodeChoices(
                 node_type=node_type,
-                content=text,
-                content_sha256=sha256_text(text),
-                scope=event.scope,
-                session_id=event.session_id,
-                source_type=infer_source_type(event.role),
+                indexed_text=text,
                 epistemic_type=EpistemicType.ASSERTED,
                 confidence=0.6,
-                lifecycle_state=LifecycleState.TENTATIVE,
-                event_time=event.event_time,
-                valid_from=valid_from or event.event_time or now,
-                created_at=now,
-                updated_at=now,
-                evidence_refs=(event.id,),
-                metadata={EXTRACTION_METADATA_KEY: {**meta, "extractor": extraction.extractor}},
-            )
+                ttl_given=True,
+                valid_from=valid_from,
+            ),
+            metadata={EXTRACTION_METADATA_KEY: {**meta, "extractor": extraction.extractor}},
         )
+        for name, node_type, text, meta, valid_from in specs[:MAX_ARTIFACT_NODES]
+    ]
     entity_ids = {n.content: n.id for n in nodes if n.node_type is NodeType.ENTITY}
     edges = [
         MemoryEdge(

@@ -35,6 +35,7 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 
 _Record = TypeVar("_Record", RelevanceRecord, AnswerCitationRecord)
+_Page = TypeVar("_Page", RelevancePage, AnswerCitationPage)
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,15 @@ class _Collection(Generic[_Record]):
     prefix: str
     operation: str
     model: type[_Record]
+    not_found: str
 
 
-RELEVANCE = _Collection("relevance:", "relevance_feedback", RelevanceRecord)
-CITATIONS = _Collection("citation:", "answer_citation", AnswerCitationRecord)
+RELEVANCE = _Collection(
+    "relevance:", "relevance_feedback", RelevanceRecord, "Relevance record not found"
+)
+CITATIONS = _Collection(
+    "citation:", "answer_citation", AnswerCitationRecord, "Answer citation record not found"
+)
 
 
 def _full_entries(receipt: RetrievalReceipt) -> dict[str, dict[str, object]]:
@@ -141,17 +147,13 @@ def _same_relevance(first: RelevanceRecord, request: RelevanceInput) -> Relevanc
 
 
 def get_relevance(deps: EngineDeps, owner: OwnerKey, feedback_id: str) -> RelevanceRecord:
-    found = _read(deps, owner, RELEVANCE, feedback_id)
-    if found is None:
-        raise NotFoundError("Relevance record not found")
-    return found
+    return _get(deps, owner, RELEVANCE, feedback_id)
 
 
 def list_relevance(
     deps: EngineDeps, owner: OwnerKey, *, limit: int = DEFAULT_PAGE, after_id: str | None = None
 ) -> RelevancePage:
-    items, next_after = _page(deps, owner, RELEVANCE, limit=limit, after_id=after_id)
-    return RelevancePage(items=items, next_after_id=next_after)
+    return _page(deps, owner, RELEVANCE, RelevancePage, limit=limit, after_id=after_id)
 
 
 # -- answer citations --------------------------------------------------------------------
@@ -223,17 +225,13 @@ def _same_citation(
 def get_answer_citations(
     deps: EngineDeps, owner: OwnerKey, citation_id: str
 ) -> AnswerCitationRecord:
-    found = _read(deps, owner, CITATIONS, citation_id)
-    if found is None:
-        raise NotFoundError("Answer citation record not found")
-    return found
+    return _get(deps, owner, CITATIONS, citation_id)
 
 
 def list_answer_citations(
     deps: EngineDeps, owner: OwnerKey, *, limit: int = DEFAULT_PAGE, after_id: str | None = None
 ) -> AnswerCitationPage:
-    items, next_after = _page(deps, owner, CITATIONS, limit=limit, after_id=after_id)
-    return AnswerCitationPage(items=items, next_after_id=next_after)
+    return _page(deps, owner, CITATIONS, AnswerCitationPage, limit=limit, after_id=after_id)
 
 
 # -- receipt replay ----------------------------------------------------------------------
@@ -280,6 +278,13 @@ def _read(
     return kind.model.model_validate(record.payload)
 
 
+def _get(deps: EngineDeps, owner: OwnerKey, kind: _Collection[_Record], record_id: str) -> _Record:
+    found = _read(deps, owner, kind, record_id)
+    if found is None:
+        raise NotFoundError(kind.not_found)
+    return found
+
+
 def _append(
     deps: EngineDeps,
     owner: OwnerKey,
@@ -312,10 +317,11 @@ def _page(
     deps: EngineDeps,
     owner: OwnerKey,
     kind: _Collection[_Record],
+    page_model: Callable[..., _Page],
     *,
     limit: int,
     after_id: str | None,
-) -> tuple[list[_Record], str | None]:
+) -> _Page:
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidRequestError(f"limit must be 1 to {MAX_PAGE}", field=("limit",))
     cursor = kind.prefix + after_id if after_id is not None else None
@@ -324,4 +330,4 @@ def _page(
     page, more = records[:limit], len(records) > limit
     items = [kind.model.model_validate(r.payload) for r in page if r.operation == kind.operation]
     next_after = page[-1].id.removeprefix(kind.prefix) if more else None
-    return items, next_after
+    return page_model(items=items, next_after_id=next_after)

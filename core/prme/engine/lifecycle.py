@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prme.engine.deps import EngineDeps
@@ -130,46 +131,56 @@ def _move(
     return updated
 
 
-def promote(
-    deps: EngineDeps, owner: OwnerKey, node_id: str, *, idempotency_key: str | None = None
+@dataclass(frozen=True)
+class _StateMove:
+    """A lifecycle action that only sets the node's state, from the states that allow it."""
+
+    to: LifecycleState
+    allowed_from: frozenset[LifecycleState]
+    refusal: str  # formatted with the node's current state
+
+
+_STATE_MOVES = {
+    "promote": _StateMove(LifecycleState.STABLE, _PROMOTABLE, "A {state} node cannot be promoted"),
+    "archive": _StateMove(
+        LifecycleState.ARCHIVED,
+        frozenset(LifecycleState) - {LifecycleState.ARCHIVED},
+        "The node is already archived",
+    ),
+}
+
+
+def _set_state(
+    deps: EngineDeps, owner: OwnerKey, node_id: str, action: str, idempotency_key: str | None
 ) -> MemoryNode:
+    move = _STATE_MOVES[action]
+
     def apply(node: MemoryNode) -> MemoryNode:
-        if node.lifecycle_state not in _PROMOTABLE:
-            raise InvalidTransitionError(f"A {node.lifecycle_state.value} node cannot be promoted")
-        return node.model_copy(
-            update={"lifecycle_state": LifecycleState.STABLE, "updated_at": deps.clock.now()}
-        )
+        if node.lifecycle_state not in move.allowed_from:
+            raise InvalidTransitionError(move.refusal.format(state=node.lifecycle_state.value))
+        return node.model_copy(update={"lifecycle_state": move.to, "updated_at": deps.clock.now()})
 
     return _move(
         deps,
         owner,
         node_id,
-        action="promote",
+        action=action,
         request={},
         idempotency_key=idempotency_key,
         apply=apply,
     )
+
+
+def promote(
+    deps: EngineDeps, owner: OwnerKey, node_id: str, *, idempotency_key: str | None = None
+) -> MemoryNode:
+    return _set_state(deps, owner, node_id, "promote", idempotency_key)
 
 
 def archive(
     deps: EngineDeps, owner: OwnerKey, node_id: str, *, idempotency_key: str | None = None
 ) -> MemoryNode:
-    def apply(node: MemoryNode) -> MemoryNode:
-        if node.lifecycle_state is LifecycleState.ARCHIVED:
-            raise InvalidTransitionError("The node is already archived")
-        return node.model_copy(
-            update={"lifecycle_state": LifecycleState.ARCHIVED, "updated_at": deps.clock.now()}
-        )
-
-    return _move(
-        deps,
-        owner,
-        node_id,
-        action="archive",
-        request={},
-        idempotency_key=idempotency_key,
-        apply=apply,
-    )
+    return _set_state(deps, owner, node_id, "archive", idempotency_key)
 
 
 def reinforce(

@@ -53,6 +53,8 @@ class NodeChoices:
     confidence: float | None = None
     ttl_given: bool = False
     ttl_days: int | None = None
+    # When the memory starts to hold, if not when its source happened (a dated claim).
+    valid_from: datetime | None = None
 
 
 def node_from_event(
@@ -62,7 +64,9 @@ def node_from_event(
     node_id: str,
     now: datetime,
     choices: NodeChoices = NodeChoices(),
+    metadata: dict[str, Any] | None = None,
 ) -> MemoryNode:
+    """The node of one source; `metadata`, when given, replaces a copy of the source's own."""
     config = deps.config
     node_type = choices.node_type or config.default_node_type
     ttl_days = choices.ttl_days if choices.ttl_given else config.default_ttl_days.get(node_type)
@@ -86,12 +90,12 @@ def node_from_event(
         confidence=confidence,
         lifecycle_state=LifecycleState.TENTATIVE,
         event_time=event.event_time,
-        valid_from=event.event_time or now,
+        valid_from=choices.valid_from or event.event_time or now,
         created_at=now,
         updated_at=now,
         ttl_days=ttl_days,
         # TTL runs from node creation, not from the (possibly historical) event time.
         expires_at=now + timedelta(days=ttl_days) if ttl_days is not None else None,
         evidence_refs=(event.id,),
-        metadata=dict(event.metadata),
+        metadata=dict(event.metadata) if metadata is None else metadata,
     )

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 from fastapi import FastAPI
 from starlette.routing import Route
 
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
+from prme.engine.work_dispatch import ProcessingReport
 from prme.http import routes_aliases, routes_quantities, table_routes
 from prme.http.auth import LoopbackOnlyMiddleware
 from prme.http.body_policy import BodyPolicyMiddleware
@@ -41,7 +45,9 @@ from prme.http.schemas import (
 )
 from prme.mcp.endpoint import LazyMcpEndpoint
 from prme.model.bindings import ToolArgumentResolution
+from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput
+from prme.model.records import OwnerKey, WorkItem
 from prme.operations import CAPABILITY_DESCRIPTIONS, Capability
 from prme.retrieval.response_size import ResponseBudget
 
@@ -89,42 +95,44 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
 def _write_routes(app: FastAPI, engine: MemoryEngine) -> None:
     """Admission: store, ingest (with extraction), fast ingest, and the processing passes."""
 
-    @served(app, "get_extraction_status")
-    def get_extraction_status(
+    # Each pair of routes differs only in the engine method behind it.
+    for name, read in (
+        ("get_extraction_status", engine.get_extraction_status),
+        ("retry_extraction", engine.retry_extraction),
+    ):
+        _extraction_status_route(app, name, read)
+    for name, run in (
+        ("process_extractions", engine.process_extractions),
+        ("process_materializations", engine.process_materializations),
+    ):
+        _processing_pass_route(app, name, run)
+
+
+def _extraction_status_route(
+    app: FastAPI,
+    name: str,
+    read: Callable[[OwnerKey, str], tuple[ProcessingStatus, list[WorkItem]]],
+) -> None:
+    @served(app, name)
+    def extraction_status(
         event_id: EventIdPath, caller: Caller, user_id: UserIdQuery = None
     ) -> ExtractionStatusResponse:
         owner = resolve_owner(caller, user_id)
-        return ExtractionStatusResponse.of(
-            str(event_id), *engine.get_extraction_status(owner, str(event_id))
-        )
+        return ExtractionStatusResponse.of(str(event_id), *read(owner, str(event_id)))
 
-    @served(app, "retry_extraction")
-    def retry_extraction(
-        event_id: EventIdPath, caller: Caller, user_id: UserIdQuery = None
-    ) -> ExtractionStatusResponse:
-        owner = resolve_owner(caller, user_id)
-        return ExtractionStatusResponse.of(
-            str(event_id), *engine.retry_extraction(owner, str(event_id))
-        )
 
-    @served(app, "process_extractions")
-    def process_extractions(
-        body: MaterializationRequest, caller: Caller
-    ) -> MaterializationResponse:
+class _ProcessingPass(Protocol):
+    def __call__(
+        self, owner: OwnerKey | None = None, *, budget_ms: int | None = None
+    ) -> ProcessingReport: ...
+
+
+def _processing_pass_route(app: FastAPI, name: str, run: _ProcessingPass) -> None:
+    @served(app, name)
+    def processing_pass(body: MaterializationRequest, caller: Caller) -> MaterializationResponse:
         # Lowered here as the engine would, so the response can say what the pass was given.
         given_ms = pass_budget_ms(body.budget_ms)
-        report = engine.process_extractions(resolve_owner(caller, body.user_id), budget_ms=given_ms)
-        return MaterializationResponse.of(report, requested_ms=body.budget_ms, given_ms=given_ms)
-
-    @served(app, "process_materializations")
-    def process_materializations(
-        body: MaterializationRequest, caller: Caller
-    ) -> MaterializationResponse:
-        # Lowered here as the engine would, so the response can say what the pass was given.
-        given_ms = pass_budget_ms(body.budget_ms)
-        report = engine.process_materializations(
-            resolve_owner(caller, body.user_id), budget_ms=given_ms
-        )
+        report = run(resolve_owner(caller, body.user_id), budget_ms=given_ms)
         return MaterializationResponse.of(report, requested_ms=body.budget_ms, given_ms=given_ms)
 
 
@@ -138,13 +146,7 @@ def _read_routes(app: FastAPI, engine: MemoryEngine, response_budget: ResponseBu
             body.model_dump(exclude={"user_id"}, exclude_unset=True)
         )
         response = engine.retrieve(owner, request, response_budget=response_budget)
-        return RetrieveResponse(
-            results=response.results,
-            bundle=response.bundle,
-            value_bindings=response.value_bindings,
-            metrics=response.metrics,
-            size_limit=response.size_limit,
-        )
+        return RetrieveResponse.model_validate(response, from_attributes=True)
 
     @served(app, "get_processing_status")
     def get_processing_status(

@@ -90,14 +90,7 @@ class JournalRecordResponse(BaseModel):
 
     @classmethod
     def of(cls, record: JournalRecord) -> JournalRecordResponse:
-        return cls(
-            id=record.id,
-            operation=record.operation,
-            subject_id=record.subject_id,
-            created_at=record.created_at,
-            payload=record.payload,
-            checksum=record.checksum,
-        )
+        return cls.model_validate(record, from_attributes=True)
 
 
 class AliasProposalResponse(BaseModel):
@@ -114,16 +107,7 @@ class AliasProposalResponse(BaseModel):
 
     @classmethod
     def of(cls, item: AliasProposalItem) -> AliasProposalResponse:
-        return cls(
-            proposal_operation_id=item.proposal_operation_id,
-            status=item.status,
-            proposal=item.proposal,
-            review=item.review,
-            proposal_journal=JournalRecordResponse.of(item.proposal_journal),
-            review_journal=(
-                JournalRecordResponse.of(item.review_journal) if item.review_journal else None
-            ),
-        )
+        return cls.model_validate(item, from_attributes=True)
 
 
 class AliasProposalListResponse(BaseModel):
@@ -150,16 +134,7 @@ class EdgeResponse(BaseModel):
 
     @classmethod
     def of(cls, edge: MemoryEdge) -> EdgeResponse:
-        return cls(
-            id=edge.id,
-            edge_type=edge.edge_type,
-            source_node_id=edge.source_node_id,
-            target_node_id=edge.target_node_id,
-            evidence_refs=list(edge.evidence_refs),
-            created_at=edge.created_at,
-            verified=edge.verified,
-            operation_id=edge.operation_id,
-        )
+        return cls.model_validate(edge, from_attributes=True)
 
 
 class QuantityAggregationRequest(BaseModel):

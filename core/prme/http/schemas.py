@@ -232,6 +232,13 @@ class RetrieveResponse(BaseModel):
     )
 
 
+def _owned_fields(response: type[BaseModel], record: Event | MemoryNode) -> dict[str, Any]:
+    """Each field of `response` read from the record's attribute of the same name; the
+    record's owner is shown as `user_id`."""
+    fields = {name: getattr(record, name) for name in response.model_fields if name != "user_id"}
+    return {**fields, "user_id": record.owner_id}
+
+
 class EventResponse(BaseModel):
     """A source event: what was sent, kept verbatim and never changed."""
 
@@ -249,19 +256,7 @@ class EventResponse(BaseModel):
 
     @classmethod
     def of(cls, event: Event) -> EventResponse:
-        return cls(
-            id=event.id,
-            user_id=event.owner_id,
-            content=event.content,
-            content_sha256=event.content_sha256,
-            role=event.role.value,
-            speaker=event.speaker,
-            session_id=event.session_id,
-            scope=event.scope.value,
-            event_time=event.event_time,
-            ingested_at=event.ingested_at,
-            metadata=event.metadata,
-        )
+        return cls.model_validate(_owned_fields(cls, event))
 
 
 class NodeResponse(BaseModel):
@@ -294,30 +289,7 @@ class NodeResponse(BaseModel):
 
     @classmethod
     def of(cls, node: MemoryNode) -> NodeResponse:
-        return cls(
-            id=node.id,
-            user_id=node.owner_id,
-            node_type=node.node_type.value,
-            content=node.content,
-            content_sha256=node.content_sha256,
-            scope=node.scope.value,
-            session_id=node.session_id,
-            speaker=node.speaker,
-            source_type=node.source_type.value,
-            epistemic_type=node.epistemic_type.value,
-            confidence=node.confidence,
-            salience=node.salience,
-            lifecycle_state=node.lifecycle_state.value,
-            event_time=node.event_time,
-            valid_from=node.valid_from,
-            valid_to=node.valid_to,
-            created_at=node.created_at,
-            updated_at=node.updated_at,
-            ttl_days=node.ttl_days,
-            expires_at=node.expires_at,
-            evidence_refs=list(node.evidence_refs),
-            metadata=node.metadata,
-        )
+        return cls.model_validate(_owned_fields(cls, node))
 
 
 class WorkItemResponse(BaseModel):
@@ -335,15 +307,7 @@ class WorkItemResponse(BaseModel):
 
     @classmethod
     def of(cls, item: WorkItem) -> WorkItemResponse:
-        return cls(
-            id=item.id,
-            kind=item.kind.value,
-            node_id=item.node_id,
-            status=item.status.value,
-            attempts=item.attempts,
-            last_error=item.last_error,
-            updated_at=item.updated_at,
-        )
+        return cls.model_validate(item, from_attributes=True)
 
 
 class ProcessingStatusResponse(BaseModel):

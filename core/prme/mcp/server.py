@@ -47,12 +47,14 @@ from prme.http.judgment_schemas import (
 from prme.http.schemas import (
     FastIngestRequest,
     IngestRequest,
+    IngestResponse,
     MaterializationRequest,
     MaterializationResponse,
     NodeResponse,
     ReinforceRequest,
     RetrieveRequest,
     StoreRequest,
+    StoreResponse,
     SupersedenceRequest,
 )
 from prme.model.aliases import AliasDecision, AliasStatus
@@ -172,8 +174,18 @@ def _text(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
+def _body(response: type[BaseModel], result: object) -> dict[str, Any]:
+    """The tool's answer: the HTTP response body of the same operation."""
+    return response.model_validate(result, from_attributes=True).model_dump(mode="json")
+
+
 def _present(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not _OMITTED and v is not None}
+
+
+def _input_fields(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The given tool arguments (not omitted, not null) that are fields of the input model."""
+    return _present({k: v for k, v in arguments.items() if k in model.model_fields})
 
 
 class PrmeMcpServer(MCPServer):
@@ -333,23 +345,8 @@ def _memory_tools(
         user_id: UserId = None,
         idempotency_key: IdempotencyKey = None,
     ) -> CallToolResult:
-        fields = _present(
-            {
-                "content": content,
-                "retrieval_content": retrieval_content,
-                "value_bindings": value_bindings,
-                "role": role,
-                "speaker": speaker,
-                "session_id": session_id,
-                "node_type": node_type,
-                "scope": scope,
-                "metadata": metadata,
-                "epistemic_type": epistemic_type,
-                "source_type": source_type,
-                "confidence": confidence,
-                "event_time": event_time,
-            }
-        )
+        # ttl_days is read below: null there means "never expires", not "omitted".
+        fields = _input_fields(StoreInput, {**locals(), "ttl_days": None})
         if ttl_days != "type_default":
             fields["ttl_days"] = ttl_days
 
@@ -357,11 +354,7 @@ def _memory_tools(
             result = engine.store(
                 owner, validated(StoreInput, fields), idempotency_key=_text(idempotency_key)
             )
-            return {
-                "event_id": result.event_id,
-                "node_id": result.node_id,
-                "processing_status": result.processing_status.value,
-            }
+            return _body(StoreResponse, result)
 
         return run(user_id, action)
 
@@ -402,28 +395,8 @@ def _memory_tools(
         reference_time: Annotated[str | None, described(RetrieveRequest, "reference_time")] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        filters = _present(
-            {
-                "exclude_node_types": exclude_node_types,
-                "source_types": source_types,
-                "scope": scope,
-                "event_time_from": event_time_from,
-                "event_time_to": event_time_to,
-            }
-        )
-        fields = _present(
-            {
-                "query": query,
-                "limit": limit,
-                "token_budget": token_budget,
-                "min_score": min_score,
-                "max_per_source": max_per_source,
-                "max_per_evidence": max_per_evidence,
-                "mode": mode,
-                "reference_time": reference_time,
-                "filters": filters or None,
-            }
-        )
+        filters = _input_fields(RetrievalFilters, locals())
+        fields = _input_fields(RetrieveInput, {**locals(), "filters": filters or None})
 
         def action(owner: OwnerKey) -> dict[str, Any]:
             response = engine.retrieve(
@@ -479,29 +452,13 @@ def _memory_tools(
         user_id: UserId = None,
         idempotency_key: IdempotencyKey = None,
     ) -> CallToolResult:
-        fields = _present(
-            {
-                "content": content,
-                "role": role,
-                "speaker": speaker,
-                "session_id": session_id,
-                "scope": scope,
-                "metadata": metadata,
-                "event_time": event_time,
-                "wait_for_extraction": wait_for_extraction,
-            }
-        )
+        fields = _input_fields(IngestInput, locals())
 
         def action(owner: OwnerKey) -> dict[str, Any]:
             result = engine.ingest(
                 owner, validated(IngestInput, fields), idempotency_key=_text(idempotency_key)
             )
-            return {
-                "event_id": result.event_id,
-                "node_id": result.node_id,
-                "processing_status": result.processing_status.value,
-                "extraction_status": result.extraction_status.value,
-            }
+            return _body(IngestResponse, result)
 
         return run(user_id, action)
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -52,6 +52,8 @@ from prme.model.records import (
 
 # Low-level client items: attribute name -> {"S": ...} / {"N": ...}.
 Item = dict[str, dict[str, str]]
+# The records kept under `<KIND>#<id>` and read back by id, alone or in batches.
+_ById = TypeVar("_ById", Event, MemoryNode)
 
 PK, SK = resources.PARTITION_KEY, resources.SORT_KEY
 _BATCH_GET_KEYS = 100  # BatchGetItem's limit per request
@@ -424,15 +426,25 @@ class DynamoDbLedger:
         with applied_once(self, commit.journal):
             self._transact([self._put_new(item) for item in items])
 
+    def _get_one(
+        self, owner: OwnerKey, model: type[_ById], kind: str, record_id: str
+    ) -> _ById | None:
+        item = self._get(_key(_pk_of(owner), f"{kind.upper()}#{_part(record_id)}"))
+        return None if item is None else load_record(model, kind, *_stored(item))
+
+    def _get_many(
+        self, owner: OwnerKey, model: type[_ById], kind: str, record_ids: Sequence[str]
+    ) -> dict[str, _ById]:
+        pk = _pk_of(owner)
+        keys = [_key(pk, f"{kind.upper()}#{_part(rid)}") for rid in dict.fromkeys(record_ids)]
+        records = load_readable(model, kind, map(_stored, self._batch_get(keys)))
+        return {record.id: record for record in records}
+
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
-        item = self._get(_key(_pk_of(owner), f"EVENT#{_part(event_id)}"))
-        return None if item is None else load_record(Event, "event", *_stored(item))
+        return self._get_one(owner, Event, "event", event_id)
 
     def get_events(self, owner: OwnerKey, event_ids: Sequence[str]) -> dict[str, Event]:
-        pk = _pk_of(owner)
-        keys = [_key(pk, f"EVENT#{_part(eid)}") for eid in dict.fromkeys(event_ids)]
-        events = load_readable(Event, "event", map(_stored, self._batch_get(keys)))
-        return {event.id: event for event in events}
+        return self._get_many(owner, Event, "event", event_ids)
 
     def get_idempotency(
         self, owner: OwnerKey, operation: str, key: str
@@ -452,14 +464,10 @@ class DynamoDbLedger:
         )
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
-        item = self._get(_key(_pk_of(owner), f"NODE#{_part(node_id)}"))
-        return None if item is None else load_record(MemoryNode, "node", *_stored(item))
+        return self._get_one(owner, MemoryNode, "node", node_id)
 
     def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
-        pk = _pk_of(owner)
-        keys = [_key(pk, f"NODE#{_part(nid)}") for nid in dict.fromkeys(node_ids)]
-        nodes = load_readable(MemoryNode, "node", map(_stored, self._batch_get(keys)))
-        return {node.id: node for node in nodes}
+        return self._get_many(owner, MemoryNode, "node", node_ids)
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         links = self._query_prefix(_pk_of(owner), f"EVNODE#{_part(event_id)}#")

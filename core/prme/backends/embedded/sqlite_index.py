@@ -404,21 +404,16 @@ def _filter_sql(flt: IndexFilter) -> tuple[str, list[object]]:
         values_in("epistemic_type", sorted(t.value for t in flt.exclude_epistemic_types), True)
     if flt.scopes is not None:
         values_in("scope", sorted(s.value for s in flt.scopes), False)
-    if flt.not_expired_at is not None:
-        clauses.append("(d.expires_at IS NULL OR d.expires_at > ?)")
-        params.append(flt.not_expired_at.timestamp())
-    if flt.event_time_from is not None:
-        clauses.append("d.event_time >= ?")
-        params.append(flt.event_time_from.timestamp())
-    if flt.event_time_to is not None:
-        clauses.append("d.event_time <= ?")
-        params.append(flt.event_time_to.timestamp())
-    if flt.time_from is not None:
-        clauses.append("COALESCE(d.event_time, d.created_at) >= ?")
-        params.append(flt.time_from.timestamp())
-    if flt.time_to is not None:
-        clauses.append("COALESCE(d.event_time, d.created_at) <= ?")
-        params.append(flt.time_to.timestamp())
+    for clause, bound in (
+        ("(d.expires_at IS NULL OR d.expires_at > ?)", flt.not_expired_at),
+        ("d.event_time >= ?", flt.event_time_from),
+        ("d.event_time <= ?", flt.event_time_to),
+        ("COALESCE(d.event_time, d.created_at) >= ?", flt.time_from),
+        ("COALESCE(d.event_time, d.created_at) <= ?", flt.time_to),
+    ):
+        if bound is not None:
+            clauses.append(clause)
+            params.append(bound.timestamp())
     return ("".join(f" AND {c}" for c in clauses), params)
 
 
