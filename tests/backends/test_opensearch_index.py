@@ -1,10 +1,12 @@
-"""`OpenSearchIndex` against a real OpenSearch node (Lucene k-NN): channels, filters, isolation, errors."""
+"""`OpenSearchIndex` against a real OpenSearch node (Lucene k-NN): channels, filters, isolation, errors;
+the filter rules also against the embedded SQLite index."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,7 @@ from opensearchpy.exceptions import OpenSearchException
 from prme.backends.aws.bootstrap import ensure_index
 from prme.backends.aws.opensearch_index import OpenSearchIndex, build_opensearch_client
 from prme.backends.aws.resources import index_name
+from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.errors import IndexUnavailableError
 from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
 from prme.model.records import OwnerKey
@@ -323,9 +326,20 @@ HAND_WRITTEN_FILTERS = [
 ]
 
 
+@pytest.fixture(params=["opensearch", "sqlite"])
+def filtering_index(request: pytest.FixtureRequest, tmp_path: Path) -> SearchIndex:
+    """The filter rules are one contract: the embedded SQLite index must agree with the
+    OpenSearch query and with `IndexFilter.matches` on every rule."""
+    if request.param == "sqlite":
+        return SqliteVectorIndex(tmp_path / "index.sqlite")
+    found: SearchIndex = request.getfixturevalue("index")
+    return found
+
+
 def test_every_filter_rule_matches_the_reference_semantics(
-    index: SearchIndex, rng: np.random.Generator
+    filtering_index: SearchIndex, rng: np.random.Generator
 ) -> None:
+    index = filtering_index
     rnd = random.Random(20260101)
     docs = [_random_doc(i, rnd, rng) for i in range(30)]
     # A document exactly on a bound checks the inclusive/exclusive edges.
