@@ -9,6 +9,8 @@ WorkFamily = Literal["materialize", "extract", "alias"]
 
 
 class Role(StrEnum):
+    """Who wrote a source: the owner (user), another person, an assistant, a tool or the system."""
+
     USER = "user"
     PARTICIPANT = "participant"
     ASSISTANT = "assistant"
@@ -17,6 +19,8 @@ class Role(StrEnum):
 
 
 class NodeType(StrEnum):
+    """The kind of a memory node."""
+
     ENTITY = "entity"
     EVENT = "event"
     FACT = "fact"
@@ -29,6 +33,8 @@ class NodeType(StrEnum):
 
 
 class Scope(StrEnum):
+    """Who a memory is visible to."""
+
     PERSONAL = "personal"
     PROJECT = "project"
     ORGANISATION = "organisation"
@@ -38,6 +44,8 @@ class Scope(StrEnum):
 
 
 class LifecycleState(StrEnum):
+    """Where a memory is in its lifecycle; it only moves forward."""
+
     TENTATIVE = "tentative"
     STABLE = "stable"
     CONTESTED = "contested"
@@ -47,6 +55,8 @@ class LifecycleState(StrEnum):
 
 
 class SourceType(StrEnum):
+    """Where a memory came from (its provenance class)."""
+
     USER_STATED = "user_stated"
     USER_DEMONSTRATED = "user_demonstrated"
     SYSTEM_INFERRED = "system_inferred"
@@ -55,6 +65,8 @@ class SourceType(StrEnum):
 
 
 class EpistemicType(StrEnum):
+    """How certain a memory is, from observed to retracted (deprecated)."""
+
     OBSERVED = "observed"
     ASSERTED = "asserted"
     INFERRED = "inferred"
@@ -65,11 +77,15 @@ class EpistemicType(StrEnum):
 
 
 class RetrievalMode(StrEnum):
+    """default leaves out inactive and speculative memories; explicit returns them too."""
+
     DEFAULT = "default"
     EXPLICIT = "explicit"
 
 
 class ProcessingStatus(StrEnum):
+    """The summary of a source's work: pending, completed or failed."""
+
     PENDING = "pending"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -129,6 +145,8 @@ class WorkFailure(StrEnum):
 
 
 class CredentialRole(StrEnum):
+    """What an API key may do: act for its owner, or operate for every owner."""
+
     OWNER = "owner"
     OPERATOR = "operator"
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # Query-dependent facts about a candidate, read by the boost steps and saved in receipts.
 SPEAKER_NAMED = "speaker_named"
@@ -29,20 +29,39 @@ class FusionConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    fusion: str = "rrf"
-    rrf_k: int = 60
-    recency_boost: float = 0.25
-    tie_break: str = "event_time"
-    current_state: bool = False
-    # Multiplier bonus for a candidate spoken by a person the query names (0 disables).
-    speaker_boost: float = 0.0
-    # Multiplier bonus for a candidate said within a calendar period the query names.
-    time_mention_boost: float = 0.0
-    # Share of the best score among a candidate's session neighbours added to its own
-    # (0 disables); neighbours are the `session_neighbour_span` candidates before and after
-    # it in time within the same session.
-    session_neighbour_weight: float = 0.0
-    session_neighbour_span: int = 2
+    fusion: str = Field(default="rrf", description="The fusion method: reciprocal rank fusion")
+    rrf_k: int = Field(default=60, description="k of 1/(k + rank), summed over channels")
+    recency_boost: float = Field(
+        default=0.25,
+        description="When current_state is true, the newest candidate gains this share of its "
+        "score, the oldest nothing, linearly by time rank",
+    )
+    tie_break: str = Field(
+        default="event_time", description="event_time: equal scores rank newest first"
+    )
+    current_state: bool = Field(
+        default=False, description="True when the query asks for the current state"
+    )
+    speaker_boost: float = Field(
+        default=0.0,
+        description="Multiplier bonus for a candidate spoken by a person the query names "
+        "(0 disables)",
+    )
+    time_mention_boost: float = Field(
+        default=0.0,
+        description="Multiplier bonus for a candidate said within a calendar period the query "
+        "names (0 disables)",
+    )
+    session_neighbour_weight: float = Field(
+        default=0.0,
+        description="Share of the best score among a candidate's session neighbours added to "
+        "its own (0 disables)",
+    )
+    session_neighbour_span: int = Field(
+        default=2,
+        description="The neighbours: this many candidates before and after it in time within "
+        "the same session",
+    )
 
 
 @dataclass(frozen=True)
