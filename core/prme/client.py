@@ -16,6 +16,7 @@ from prme.engine.aliases import AliasScanReport
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
+from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.engine.store import StoreResult
 from prme.engine.work_dispatch import ProcessingReport
@@ -33,6 +34,14 @@ from prme.model.feedback import (
     ReplayReport,
 )
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.listings import (
+    EventFilter,
+    EventPage,
+    MemoryDeletion,
+    NodeFilter,
+    NodePage,
+    OwnerStats,
+)
 from prme.model.quantities import (
     QuantityAggregation,
     QuantityAggregationQuery,
@@ -65,6 +74,8 @@ _Input = TypeVar(
     FastIngestInput,
     RelevanceInput,
     AnswerCitationInput,
+    NodeFilter,
+    EventFilter,
 )
 
 
@@ -188,6 +199,51 @@ class MemoryClient:
     @_operation("get_node")
     def get_node(self, node_id: str, *, user_id: str | None = None) -> MemoryNode:
         return self._engine.get_node(self._owner(user_id), node_id)
+
+    @_operation("list_nodes")
+    def list_nodes(
+        self,
+        *,
+        node_type: str | None = None,
+        lifecycle_state: str | None = None,
+        scope: str | None = None,
+        session_id: str | None = None,
+        include_inactive: bool = False,
+        limit: int = DEFAULT_LIST_PAGE,
+        after_id: str | None = None,
+        user_id: str | None = None,
+    ) -> NodePage:
+        """Pass the page's next_after_id as after_id until it is None."""
+        node_filter = _from_arguments(NodeFilter, locals())
+        return self._engine.list_nodes(
+            self._owner(user_id), node_filter, limit=limit, after_id=after_id
+        )
+
+    @_operation("list_events")
+    def list_events(
+        self,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = DEFAULT_LIST_PAGE,
+        after_id: str | None = None,
+        user_id: str | None = None,
+    ) -> EventPage:
+        """Pass the page's next_after_id as after_id until it is None."""
+        event_filter = _from_arguments(EventFilter, locals())
+        return self._engine.list_events(
+            self._owner(user_id), event_filter, limit=limit, after_id=after_id
+        )
+
+    @_operation("delete_memory")
+    def delete_memory(self, event_id: str, *, user_id: str | None = None) -> MemoryDeletion:
+        return self._engine.delete_memory(self._owner(user_id), event_id)
+
+    @_operation("get_stats")
+    def get_stats(self, *, user_id: str | None = None) -> OwnerStats:
+        return self._engine.get_stats(self._owner(user_id))
 
     @_operation("get_processing_status")
     def get_processing_status(

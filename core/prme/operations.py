@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 
 from prme.http import judgment_schemas, schemas
-from prme.model import bindings, feedback, inputs, quantities
+from prme.model import bindings, feedback, inputs, listings, quantities
 from prme.retrieval import receipts
 
 
@@ -112,7 +112,7 @@ IDEMPOTENCY_KEY_DESCRIPTION = (
 
 @dataclass(frozen=True)
 class HttpRoute:
-    method: Literal["GET", "POST", "PUT"]
+    method: Literal["GET", "POST", "PUT", "DELETE"]
     path: str
     errors: Errors = Errors.BASE
     # Statuses this route adds to its error set, with what each means here.
@@ -271,6 +271,58 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=schemas.NodeResponse,
         shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "list_nodes",
+        Capability.MEMORIES,
+        "List memory nodes",
+        "List the owner's memories a page at a time, in id order, with filters; superseded, "
+        "deprecated and archived ones only when asked. Call to browse or audit what is "
+        "stored (to answer a question, retrieve instead).",
+        http=HttpRoute("GET", "/v1/nodes"),
+        mcp=McpTool("memory_list", read_only=True),
+        request=None,
+        response=schemas.NodePageResponse,
+    ),
+    Operation(
+        "list_events",
+        Capability.MEMORIES,
+        "List source events",
+        "List the owner's source events (what was stored or ingested, verbatim) a page at a "
+        "time, in id order, with filters.",
+        http=HttpRoute("GET", "/v1/events"),
+        request=None,
+        response=schemas.EventPageResponse,
+    ),
+    Operation(
+        "delete_memory",
+        Capability.MEMORIES,
+        "Delete one memory",
+        "Delete a source event and the memories derived from it, from every read, retrieval "
+        "and the search index; a journal record keeps the ids and counts, never the content. "
+        "Call when the user asks to forget something. A repeated delete returns the same "
+        "record.",
+        http=HttpRoute(
+            "DELETE",
+            "/v1/events/{event_id}",
+            Errors.READ,
+            {503: "The memory may be deleted from the ledger only: repeat the delete"},
+        ),
+        mcp=McpTool("memory_forget", read_only=False, destructive=True),
+        request=None,
+        response=listings.MemoryDeletion,
+        # Table-built like a read: engine.delete_memory(owner, event_id) on the path's id.
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "get_stats",
+        Capability.MEMORIES,
+        "Count an owner's memory",
+        "Counts of the owner's stored events, memory nodes per lifecycle state and type, "
+        "and pending work.",
+        http=HttpRoute("GET", "/v1/stats"),
+        request=None,
+        response=listings.OwnerStats,
     ),
     # -- processing --
     Operation(

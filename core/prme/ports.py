@@ -13,8 +13,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from prme.model.enums import NodeType, WorkFamily
+from prme.model.enums import LifecycleState, NodeType, WorkFamily
 from prme.model.extraction import Extraction
+from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
     Event,
@@ -161,6 +162,32 @@ class Ledger(Protocol):
         """Edges that start or end at a node, oldest first."""
         ...
 
+    def list_nodes_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryNode], str | None]:
+        """The next `limit` stored nodes of one owner in id order after `after_id` (the
+        readable ones), and the id of the last one read when more follow (None at the end)."""
+        ...
+
+    def list_events_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[Event], str | None]:
+        """As `list_nodes_page`, for the owner's source events."""
+        ...
+
+    def delete_event(self, deletion: EventDeletion) -> None:
+        """Remove the event, the listed nodes (with their evidence links and expiry entries),
+        edges and work items, and append the journal record: the event and the record in
+        one transaction, and no later than everything else, so a retry after a failure
+        finds the event and completes. NotFoundError when the event is already gone."""
+        ...
+
+    def count_events(self, owner: OwnerKey) -> int: ...
+
+    def count_nodes(self, owner: OwnerKey) -> dict[tuple[LifecycleState, NodeType], int]:
+        """The owner's readable nodes per (lifecycle state, node type)."""
+        ...
+
     def list_owners(self, tenant_id: str) -> list[str]:
         """The owner ids of one tenant that have at least one stored event, in code point
         order. An operator listing (it may read the whole store): never on a request path."""
@@ -220,6 +247,11 @@ class SearchIndex(Protocol):
         alternating, before then after. Order is (effective time, node id); the anchor
         itself is never included. One round trip where the backend allows it. Raises
         IndexUnavailableError."""
+        ...
+
+    def delete(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
+        """Remove the owner's documents of these nodes; ids not indexed are skipped.
+        Raises IndexUnavailableError."""
         ...
 
 

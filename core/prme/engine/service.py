@@ -12,6 +12,7 @@ from prme.engine import (
     ingest,
     ingest_fast,
     lifecycle,
+    manage,
     quantities,
     reads,
     retrieve,
@@ -44,6 +45,14 @@ from prme.model.inputs import (
     IngestInput,
     RetrieveInput,
     StoreInput,
+)
+from prme.model.listings import (
+    EventFilter,
+    EventPage,
+    MemoryDeletion,
+    NodeFilter,
+    NodePage,
+    OwnerStats,
 )
 from prme.model.quantities import (
     QuantityAggregation,
@@ -116,6 +125,38 @@ class MemoryEngine:
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode:
         return reads.get_node(self.deps, owner, node_id)
+
+    # -- managing stored memory (engine/manage.py) --
+
+    def list_nodes(
+        self,
+        owner: OwnerKey,
+        node_filter: NodeFilter | None = None,
+        *,
+        limit: int = manage.DEFAULT_PAGE,
+        after_id: str | None = None,
+    ) -> NodePage:
+        return manage.list_nodes(
+            self.deps, owner, node_filter or NodeFilter(), limit=limit, after_id=after_id
+        )
+
+    def list_events(
+        self,
+        owner: OwnerKey,
+        event_filter: EventFilter | None = None,
+        *,
+        limit: int = manage.DEFAULT_PAGE,
+        after_id: str | None = None,
+    ) -> EventPage:
+        return manage.list_events(
+            self.deps, owner, event_filter or EventFilter(), limit=limit, after_id=after_id
+        )
+
+    def delete_memory(self, owner: OwnerKey, event_id: str) -> MemoryDeletion:
+        return manage.delete_memory(self.deps, owner, event_id)
+
+    def get_stats(self, owner: OwnerKey) -> OwnerStats:
+        return manage.get_stats(self.deps, owner)
 
     def get_processing_status(
         self, owner: OwnerKey, event_id: str

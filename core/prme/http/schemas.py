@@ -6,12 +6,14 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from prme.engine import manage
 from prme.engine.work_dispatch import ProcessingReport
 from prme.model.bindings import VisibleValueBinding
-from prme.model.enums import ProcessingStatus
+from prme.model.enums import LifecycleState, NodeType, ProcessingStatus, Role, Scope
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.listings import EventFilter, EventPage, NodeFilter, NodePage
 from prme.model.records import Event, MemoryNode, WorkItem
 from prme.retrieval.results import (
     ContextBundle,
@@ -357,4 +359,89 @@ class ExtractionStatusResponse(BaseModel):
             event_id=event_id,
             extraction_status=status,
             work=[WorkItemResponse.of(item) for item in work],
+        )
+
+
+_PAGE_LIMIT = Field(
+    default=manage.DEFAULT_PAGE, ge=1, le=manage.MAX_PAGE, description="Most records per page"
+)
+_AFTER_ID = Field(
+    default=None,
+    description="next_after_id of the previous page; omit for the first page. Pages sort by id",
+)
+_NEXT_AFTER_ID = Field(
+    description="Pass as after_id for the next page; null when no record follows. A filtered "
+    "page may hold fewer records than the limit (even none) and still have a next page"
+)
+
+
+class NodeListQuery(BaseModel):
+    """GET /v1/nodes: which of the owner's memory nodes to list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = _PAGE_LIMIT
+    after_id: UUID | None = _AFTER_ID
+    node_type: NodeType | None = Field(default=None, description="Only nodes of this type")
+    lifecycle_state: LifecycleState | None = Field(
+        default=None, description="Only nodes in this state (archived or superseded included)"
+    )
+    scope: Scope | None = Field(default=None, description="Only nodes of this scope")
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=256, description="Only nodes of this session"
+    )
+    include_inactive: bool = Field(
+        default=False,
+        description="Also list superseded, deprecated and archived nodes (left out by default)",
+    )
+    user_id: str | None = USER_ID
+
+    def node_filter(self) -> NodeFilter:
+        return NodeFilter.model_validate(self.model_dump(exclude={"limit", "after_id", "user_id"}))
+
+
+class EventListQuery(BaseModel):
+    """GET /v1/events: which of the owner's source events to list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = _PAGE_LIMIT
+    after_id: UUID | None = _AFTER_ID
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=256, description="Only events of this session"
+    )
+    role: Role | None = Field(default=None, description="Only events written in this role")
+    since: AwareDatetime | None = Field(
+        default=None, description="Only events that happened at or after this time"
+    )
+    until: AwareDatetime | None = Field(
+        default=None, description="Only events that happened before this time"
+    )
+    user_id: str | None = USER_ID
+
+    def event_filter(self) -> EventFilter:
+        return EventFilter.model_validate(self.model_dump(exclude={"limit", "after_id", "user_id"}))
+
+
+class NodePageResponse(BaseModel):
+    """One page of the owner's memory nodes, in node id order."""
+
+    items: list[NodeResponse] = Field(description="The nodes of this page")
+    next_after_id: str | None = _NEXT_AFTER_ID
+
+    @classmethod
+    def of(cls, page: NodePage) -> NodePageResponse:
+        return cls(items=[NodeResponse.of(n) for n in page.items], next_after_id=page.next_after_id)
+
+
+class EventPageResponse(BaseModel):
+    """One page of the owner's source events, in event id order."""
+
+    items: list[EventResponse] = Field(description="The events of this page")
+    next_after_id: str | None = _NEXT_AFTER_ID
+
+    @classmethod
+    def of(cls, page: EventPage) -> EventPageResponse:
+        return cls(
+            items=[EventResponse.of(e) for e in page.items], next_after_id=page.next_after_id
         )

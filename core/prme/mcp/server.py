@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from prme.engine.aliases import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
+from prme.engine.manage import MAX_PAGE as MAX_LIST_PAGE
 from prme.engine.service import MemoryEngine
 from prme.errors import (
     CATEGORY_BY_STATUS,
@@ -50,6 +51,8 @@ from prme.http.schemas import (
     IngestResponse,
     MaterializationRequest,
     MaterializationResponse,
+    NodeListQuery,
+    NodePageResponse,
     NodeResponse,
     ReinforceRequest,
     RetrieveRequest,
@@ -58,7 +61,7 @@ from prme.http.schemas import (
     SupersedenceRequest,
 )
 from prme.model.aliases import AliasDecision, AliasStatus
-from prme.model.enums import NodeType, Role, Scope, SourceType
+from prme.model.enums import LifecycleState, NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import (
     FastIngestInput,
@@ -67,6 +70,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
+from prme.model.listings import NodeFilter
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import MemoryNode, OwnerKey
 from prme.operations import (
@@ -306,6 +310,7 @@ def build_mcp_server(
     _lifecycle_tools(server, engine, run)
     _judgment_tools(server, engine, run)
     _table_tools(server, engine, run)
+    _manage_tools(server, engine, run)
     return server
 
 
@@ -709,3 +714,43 @@ def _table_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> N
         # The SDK titles the argument schema after the function's name, as for every other tool.
         tool.__name__ = tool.__qualname__ = operation.mcp.name
         _tool(server, operation.mcp.name)(tool)
+
+
+# A model reads every listed node: a small first page, more only when asked.
+_MCP_LIST_PAGE = 20
+
+
+def _manage_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Listing the owner's memories (forgetting one is a table-built tool)."""
+
+    @_tool(server, "memory_list")
+    def memory_list(
+        *,
+        node_type: Annotated[NodeType | None, described(NodeListQuery, "node_type")] = None,
+        lifecycle_state: Annotated[
+            LifecycleState | None, described(NodeListQuery, "lifecycle_state")
+        ] = None,
+        scope: Annotated[Scope | None, described(NodeListQuery, "scope")] = None,
+        session_id: Annotated[
+            str | None, described(NodeListQuery, "session_id", min_length=1, max_length=256)
+        ] = None,
+        include_inactive: Annotated[bool, described(NodeListQuery, "include_inactive")] = False,
+        limit: Annotated[
+            int, described(NodeListQuery, "limit", ge=1, le=MAX_LIST_PAGE)
+        ] = _MCP_LIST_PAGE,
+        after_id: Annotated[UUID | None, described(NodeListQuery, "after_id")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        node_filter = NodeFilter(
+            node_type=node_type,
+            lifecycle_state=lifecycle_state,
+            scope=scope,
+            session_id=session_id,
+            include_inactive=include_inactive,
+        )
+        return run(
+            user_id,
+            lambda owner: NodePageResponse.of(
+                engine.list_nodes(owner, node_filter, limit=limit, after_id=_text(after_id))
+            ),
+        )

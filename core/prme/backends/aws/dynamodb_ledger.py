@@ -11,6 +11,7 @@ import random
 import re
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -31,11 +32,13 @@ from prme.backends.stored_records import (
 from prme.engine.deadlines import remaining_seconds
 from prme.errors import (
     ConflictError,
+    NotFoundError,
     PayloadTooLargeError,
     RetryableStorageError,
     StorageUnavailableError,
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
+from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
     Event,
@@ -164,6 +167,10 @@ def _stored(item: dict[str, Any]) -> tuple[str, str]:
     record_id = str(item[SK]["S"]).rsplit("#", 1)[-1].replace("%23", "#").replace("%25", "%")
     body = item.get("body", {}).get("S", "")
     return record_id, str(body)
+
+
+def _delete(key: Item) -> tuple[str, Item, dict[str, Any]]:
+    return ("Delete", key, {"Key": key})
 
 
 def _failure_of(exc: ClientError) -> _Failure:
@@ -784,6 +791,96 @@ class DynamoDbLedger:
             (e for e in edges if node_id in (e.source_node_id, e.target_node_id)),
             key=lambda e: (e.created_at, e.id),
         )
+
+    def list_nodes_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryNode], str | None]:
+        items, next_after = self._id_page(owner, "NODE#", after_id, limit)
+        return load_readable(MemoryNode, "node", map(_stored, items)), next_after
+
+    def list_events_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[Event], str | None]:
+        items, next_after = self._id_page(owner, "EVENT#", after_id, limit)
+        return load_readable(Event, "event", map(_stored, items)), next_after
+
+    def _id_page(
+        self, owner: OwnerKey, prefix: str, after_id: str | None, limit: int
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One Query of the owner's partition, in sort key (so id) order after the cursor."""
+        cursor = f"{prefix}{_part(after_id)}" if after_id is not None else None
+        # BETWEEN is inclusive: the cursor itself may come back and is dropped; one item more
+        # than asked says whether more follow.
+        items = self._query_items(
+            limit=limit + 2,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :low AND :high",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": _pk_of(owner)},
+                ":low": {"S": cursor or prefix},
+                ":high": {"S": prefix + _HIGHEST_CHARACTER},
+            },
+            ConsistentRead=True,
+        )
+        after = [item for item in items if cursor is None or item[SK]["S"] > cursor]
+        page = after[:limit]
+        more = len(after) > limit
+        return page, _unpart(page[-1][SK]["S"][len(prefix) :]) if more else None
+
+    def delete_event(self, deletion: EventDeletion) -> None:
+        event = deletion.event
+        pk = _owner_pk(event.tenant_id, event.owner_id)
+        derived = [
+            key
+            for node in deletion.nodes
+            for key in (
+                _key(pk, f"NODE#{_part(node.id)}"),
+                *(
+                    _key(pk, f"EVNODE#{_part(ref)}#{_part(node.id)}")
+                    for ref in dict.fromkeys(node.evidence_refs)
+                ),
+            )
+        ]
+        derived += [_key(pk, f"EDGE#{_part(edge.id)}") for edge in deletion.edges]
+        derived += [_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}") for w in deletion.work]
+        derived = list({(k[PK]["S"], k[SK]["S"]): k for k in derived}.values())
+        # What does not fit next to the event goes first, in transactions of its own: while
+        # the event exists a retry finds and removes the rest, and the event leaves last.
+        room = resources.MAX_TRANSACTION_ITEMS - 2
+        while len(derived) > room:
+            chunk, derived = derived[:room], derived[room:]
+            self._transact([_delete(key) for key in chunk])
+        event_key = _key(pk, f"EVENT#{_part(event.id)}")
+        final = [
+            *(_delete(key) for key in derived),
+            ("Delete", event_key, {"Key": event_key, "ConditionExpression": _EXISTS}),
+            self._put_new(self._journal_item(deletion.journal)),
+        ]
+        try:
+            self._transact(final)
+        except ConflictError:
+            if self._get(event_key) is None:
+                raise NotFoundError("Event not found") from None
+            raise
+
+    def count_events(self, owner: OwnerKey) -> int:
+        return sum(
+            int(page.get("Count", 0))
+            for page in self._pages(
+                "query",
+                Select="COUNT",
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+                ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+                ExpressionAttributeValues={":pk": {"S": _pk_of(owner)}, ":prefix": {"S": "EVENT#"}},
+            )
+        )
+
+    def count_nodes(self, owner: OwnerKey) -> dict[tuple[LifecycleState, NodeType], int]:
+        # No counters are kept: one Query of the owner's node items, bodies parsed here.
+        nodes = load_readable(
+            MemoryNode, "node", map(_stored, self._query_prefix(_pk_of(owner), "NODE#"))
+        )
+        return dict(Counter((n.lifecycle_state, n.node_type) for n in nodes))
 
     # -- CredentialStore ----------------------------------------------------------------
 

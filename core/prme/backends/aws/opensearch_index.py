@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from http import HTTPStatus
 from typing import Any, Literal
 
 import numpy as np
@@ -210,6 +211,16 @@ class RecentSessionWrites:
             ]
         return max(earlier, key=lambda s: s.order) if earlier else None
 
+    def forget(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
+        gone = set(node_ids)
+        with self._lock:
+            for key in [
+                k
+                for k in self._written
+                if k[:2] == (owner.tenant_id, owner.owner_id) and k[3] in gone
+            ]:
+                del self._written[key]
+
     def _prune(self, now: float) -> None:
         while self._written:
             written_at = next(iter(self._written.values()))[0]
@@ -390,6 +401,40 @@ class OpenSearchIndex:
             raise IndexUnavailableError()
         if self._recent is not None:
             self._recent.add(documents)
+
+    def delete(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
+        if not node_ids:
+            return
+        self._verify()
+        # The document id names tenant and owner, so another owner's node is never touched.
+        body = [
+            {
+                "delete": {
+                    "_index": self._alias,
+                    "_id": document_id(owner.tenant_id, owner.owner_id, node_id),
+                    "routing": owner.tenant_id,
+                }
+            }
+            for node_id in dict.fromkeys(node_ids)
+        ]
+        try:
+            response = self._client.bulk(
+                body=body, refresh=self._refresh, require_alias=True, **self._deadline_params()
+            )
+        except OpenSearchException as exc:
+            raise IndexUnavailableError() from exc
+        # A document already gone (a retried delete) answers 404: that is the wanted state.
+        failed = [
+            item
+            for entry in response.get("items", [])
+            for item in entry.values()
+            if item.get("error") is not None and item.get("status") != HTTPStatus.NOT_FOUND
+        ]
+        if failed:
+            self._recheck_if_gone(item.get("error") for item in failed)
+            raise IndexUnavailableError()
+        if self._recent is not None:
+            self._recent.forget(owner, node_ids)
 
     # -- reads -------------------------------------------------------------------------
 

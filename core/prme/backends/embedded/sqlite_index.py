@@ -149,6 +149,34 @@ class SqliteVectorIndex:
             for key in owners:
                 self._vectors.pop(key, None)
 
+    def delete(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
+        if not node_ids:
+            return
+        key = (owner.tenant_id, owner.owner_id)
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                for node_id in node_ids:
+                    found = self._conn.execute(
+                        "SELECT rowid FROM docs WHERE tenant=? AND owner=? AND node_id=?",
+                        (*key, node_id),
+                    ).fetchone()
+                    if found is not None:
+                        self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", found)
+                        self._conn.execute("DELETE FROM docs WHERE rowid=?", found)
+                # A new generation: another process's cached matrices reload too.
+                self._conn.execute(
+                    "INSERT INTO generations VALUES (?, ?, 1) ON CONFLICT(tenant, owner) "
+                    "DO UPDATE SET generation = generation + 1",
+                    key,
+                )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise IndexUnavailableError() from exc
+            self._vectors.pop(key, None)
+
     def _write(self, doc: IndexDocument) -> None:
         vector = _blob(doc.vector)
         # Stored only when it differs from `vector`; the lookup falls back to `vector`.

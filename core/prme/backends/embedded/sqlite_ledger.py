@@ -24,8 +24,14 @@ from prme.backends.stored_records import (
     log_quarantined,
     split_readable,
 )
-from prme.errors import ConflictError, CorruptRecordError, StorageUnavailableError
+from prme.errors import (
+    ConflictError,
+    CorruptRecordError,
+    NotFoundError,
+    StorageUnavailableError,
+)
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
+from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
     Event,
@@ -508,6 +514,77 @@ class SqliteLedger:
         edges = load_readable(MemoryEdge, "edge", rows)
         return sorted(edges, key=lambda e: (e.created_at, e.id))
 
+    def list_nodes_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryNode], str | None]:
+        rows = self._page_rows("nodes", owner, after_id, limit)
+        return load_readable(MemoryNode, "node", rows[:limit]), _next_after(rows, limit)
+
+    def list_events_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[Event], str | None]:
+        rows = self._page_rows("events", owner, after_id, limit)
+        return load_readable(Event, "event", rows[:limit]), _next_after(rows, limit)
+
+    def _page_rows(
+        self, table: Literal["events", "nodes"], owner: OwnerKey, after_id: str | None, limit: int
+    ) -> list[tuple[str, str]]:
+        # A range over the primary key; one row more than asked says whether more follow.
+        rows = self._query(
+            f"SELECT id, body FROM {table} WHERE tenant=? AND owner=? AND id > ? "  # noqa: S608
+            "ORDER BY id LIMIT ?",
+            (owner.tenant_id, owner.owner_id, after_id or "", limit + 1),
+        )
+        return [(record_id, body) for (record_id, body) in rows]
+
+    def delete_event(self, deletion: EventDeletion) -> None:
+        event = deletion.event
+        owner = (event.tenant_id, event.owner_id)
+        node_ids = [(*owner, n.id) for n in deletion.nodes]
+        with self._transaction() as tx:
+            removed = tx.execute(
+                "DELETE FROM events WHERE tenant=? AND owner=? AND id=?", (*owner, event.id)
+            )
+            if removed.rowcount == 0:
+                raise NotFoundError("Event not found")
+            tx.executemany("DELETE FROM nodes WHERE tenant=? AND owner=? AND id=?", node_ids)
+            tx.executemany(
+                "DELETE FROM node_evidence WHERE tenant=? AND owner=? AND node_id=?", node_ids
+            )
+            tx.executemany(
+                "DELETE FROM node_expiry WHERE tenant=? AND owner=? AND node_id=?", node_ids
+            )
+            tx.executemany(
+                "DELETE FROM edges WHERE tenant=? AND owner=? AND id=?",
+                [(*owner, e.id) for e in deletion.edges],
+            )
+            tx.executemany(
+                "DELETE FROM work WHERE tenant=? AND owner=? AND id=?",
+                [(*owner, w.id) for w in deletion.work],
+            )
+            self._insert_journal(tx, deletion.journal)
+
+    def count_events(self, owner: OwnerKey) -> int:
+        rows = self._query(
+            "SELECT count(*) FROM events WHERE tenant=? AND owner=?",
+            (owner.tenant_id, owner.owner_id),
+        )
+        return int(rows[0][0])
+
+    def count_nodes(self, owner: OwnerKey) -> dict[tuple[LifecycleState, NodeType], int]:
+        # Grouped inside SQLite: one pass over the owner's key range, no body parsed in Python.
+        rows = self._query(
+            "SELECT json_extract(body, '$.lifecycle_state'), json_extract(body, '$.node_type'), "
+            "count(*) FROM nodes WHERE tenant=? AND owner=? GROUP BY 1, 2",
+            (owner.tenant_id, owner.owner_id),
+        )
+        counts: dict[tuple[LifecycleState, NodeType], int] = {}
+        states, types = set(LifecycleState), set(NodeType)
+        for state, node_type, count in rows:
+            if state in states and node_type in types:
+                counts[(LifecycleState(state), NodeType(node_type))] = int(count)
+        return counts
+
     # -- CredentialStore ---------------------------------------------------------------
 
     def put_credential(self, credential: Credential) -> None:
@@ -555,3 +632,8 @@ class SqliteLedger:
                     (credential.model_dump_json(), key_id),
                 )
             return credential
+
+
+def _next_after(rows: Sequence[tuple[str, str]], limit: int) -> str | None:
+    """The last id of a page read with one extra row, when that row shows more follow."""
+    return rows[limit - 1][0] if len(rows) > limit else None

@@ -8,13 +8,20 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 
 from prme.backends.commit_rule import applied_once
 from prme.backends.session_order import alternate
-from prme.errors import ConflictError, IndexUnavailableError, StorageUnavailableError
+from prme.errors import (
+    ConflictError,
+    IndexUnavailableError,
+    NotFoundError,
+    StorageUnavailableError,
+)
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
+from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
     Event,
@@ -30,6 +37,7 @@ from prme.model.records import (
 )
 from prme.model.search import IndexDocument, IndexHits, IndexQuery
 
+_Record = TypeVar("_Record", Event, MemoryNode)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -258,6 +266,49 @@ class InMemoryLedger:
                 key=lambda e: (e.created_at, e.id),
             )
 
+    def list_nodes_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryNode], str | None]:
+        with self._lock:
+            return _page(self.nodes, owner, after_id, limit)
+
+    def list_events_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[Event], str | None]:
+        with self._lock:
+            return _page(self.events, owner, after_id, limit)
+
+    def delete_event(self, deletion: EventDeletion) -> None:
+        event, journal = deletion.event, deletion.journal
+        key = (event.tenant_id, event.owner_id, event.id)
+        with self._lock:
+            if key not in self.events:
+                raise NotFoundError("Event not found")
+            if (journal.tenant_id, journal.owner_id, journal.id) in self.journal:
+                raise ConflictError("journal record already exists")
+            for node in deletion.nodes:
+                self.nodes.pop((node.tenant_id, node.owner_id, node.id), None)
+            for edge in deletion.edges:
+                self.edges.pop((edge.tenant_id, edge.owner_id, edge.id), None)
+            for item in deletion.work:
+                self.work.pop(item.id, None)
+            del self.events[key]
+            self.journal[(journal.tenant_id, journal.owner_id, journal.id)] = journal
+
+    def count_events(self, owner: OwnerKey) -> int:
+        with self._lock:
+            return len([1 for tenant, owner_id, _ in self.events if _key(owner, tenant, owner_id)])
+
+    def count_nodes(self, owner: OwnerKey) -> dict[tuple[LifecycleState, NodeType], int]:
+        with self._lock:
+            return dict(
+                Counter(
+                    (n.lifecycle_state, n.node_type)
+                    for n in self.nodes.values()
+                    if _key(owner, n.tenant_id, n.owner_id)
+                )
+            )
+
 
 class InMemoryCredentialStore:
     def __init__(self) -> None:
@@ -290,6 +341,22 @@ class InMemoryCredentialStore:
         return credential
 
 
+def _page(
+    records: dict[tuple[str, str, str], _Record],
+    owner: OwnerKey,
+    after_id: str | None,
+    limit: int,
+) -> tuple[list[_Record], str | None]:
+    ids = sorted(
+        record_id
+        for tenant, owner_id, record_id in records
+        if _key(owner, tenant, owner_id) and (after_id is None or record_id > after_id)
+    )
+    chosen = ids[:limit]
+    page = [records[(owner.tenant_id, owner.owner_id, record_id)] for record_id in chosen]
+    return page, chosen[-1] if len(ids) > limit else None
+
+
 class InMemoryIndex:
     """Exact cosine over stored vectors and a plain BM25 over word tokens."""
 
@@ -302,6 +369,12 @@ class InMemoryIndex:
             raise IndexUnavailableError()
         for doc in documents:
             self.documents[(doc.tenant_id, doc.owner_id, doc.node_id)] = doc
+
+    def delete(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
+        if not self.available:
+            raise IndexUnavailableError()
+        for node_id in node_ids:
+            self.documents.pop((owner.tenant_id, owner.owner_id, node_id), None)
 
     def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
         if not self.available:

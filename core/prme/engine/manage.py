@@ -1,0 +1,173 @@
+"""Managing an owner's memory: list nodes and events a page at a time, delete one memory, count.
+
+Listings walk the owner's records in id order (the order both ledgers keep on their primary
+key); filters are applied to each page read, and a call reads at most `SCAN_BUDGET` records,
+so a rare filter may return a short (even empty) page with a cursor to continue from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable
+from typing import TypeVar
+
+from prme.engine.deps import EngineDeps
+from prme.engine.journal import read_journal
+from prme.errors import InvalidRequestError, NotFoundError
+from prme.model.listings import (
+    MEMORY_DELETION_OPERATION,
+    MEMORY_DELETION_PREFIX,
+    EventDeletion,
+    EventFilter,
+    EventPage,
+    MemoryDeletion,
+    NodeFilter,
+    NodePage,
+    OwnerStats,
+)
+from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, OwnerKey
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+# Records read per listing call whatever the filters: the cost of one call stays bounded.
+SCAN_BUDGET = 5000
+
+_Record = TypeVar("_Record", Event, MemoryNode)
+
+
+def _walk(
+    read: Callable[[str | None, int], tuple[list[_Record], str | None]],
+    keep: Callable[[_Record], bool],
+    *,
+    limit: int,
+    after_id: str | None,
+) -> tuple[list[_Record], str | None]:
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidRequestError(f"limit must be between 1 and {MAX_PAGE}")
+    items: list[_Record] = []
+    cursor, scanned = after_id, 0
+    while True:
+        # Never read more than the page still holds: the cursor is then always the last
+        # record read, and nothing between it and the next page is skipped.
+        want = min(limit - len(items), SCAN_BUDGET - scanned)
+        records, last = read(cursor, want)
+        items.extend(record for record in records if keep(record))
+        scanned += want
+        if last is None:
+            return items, None
+        cursor = last
+        if len(items) >= limit or scanned >= SCAN_BUDGET:
+            return items, cursor
+
+
+def list_nodes(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    node_filter: NodeFilter,
+    *,
+    limit: int = DEFAULT_PAGE,
+    after_id: str | None = None,
+) -> NodePage:
+    def read(cursor: str | None, want: int) -> tuple[list[MemoryNode], str | None]:
+        return deps.ledger.list_nodes_page(owner, after_id=cursor, limit=want)
+
+    items, next_after = _walk(read, node_filter.matches, limit=limit, after_id=after_id)
+    return NodePage(items=items, next_after_id=next_after)
+
+
+def list_events(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    event_filter: EventFilter,
+    *,
+    limit: int = DEFAULT_PAGE,
+    after_id: str | None = None,
+) -> EventPage:
+    def read(cursor: str | None, want: int) -> tuple[list[Event], str | None]:
+        return deps.ledger.list_events_page(owner, after_id=cursor, limit=want)
+
+    items, next_after = _walk(read, event_filter.matches, limit=limit, after_id=after_id)
+    return EventPage(items=items, next_after_id=next_after)
+
+
+def _deletion_of(record: JournalRecord) -> MemoryDeletion:
+    return MemoryDeletion.model_validate(
+        {**record.payload, "journal_id": record.id, "deleted_at": record.created_at}
+    )
+
+
+def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDeletion:
+    """Delete one source event, the nodes derived from it (those whose first evidence is the
+    event), their edges and index documents, and the event's work items, with a journal record
+    of ids and counts.
+
+    The ledger goes first, in one transaction with the journal record: from then on no read
+    returns the memory, and retrieval drops index hits the ledger no longer has. The index
+    documents go next; when that fails the call fails, and a retry, finding the journal record
+    instead of the event, removes them and answers with the same record. A deleted (or
+    foreign, or unknown) event never found by that path is NotFoundError.
+    """
+    record_id = MEMORY_DELETION_PREFIX + event_id
+    event = deps.ledger.get_event(owner, event_id)
+    if event is None:
+        return _finish_deletion(deps, owner, record_id)
+    nodes = [
+        node
+        for node in deps.ledger.list_event_nodes(owner, event_id)
+        # A node another event's evidence also names (a reinforcement) stays with its source.
+        if node.evidence_refs[:1] == (event_id,)
+    ]
+    edges: dict[str, MemoryEdge] = {}
+    for node in nodes:
+        edges.update((edge.id, edge) for edge in deps.ledger.list_node_edges(owner, node.id))
+    work = deps.ledger.list_event_work(owner, event_id)
+    journal = JournalRecord.build(
+        record_id=record_id,
+        owner=owner,
+        operation=MEMORY_DELETION_OPERATION,
+        subject_id=event_id,
+        created_at=deps.clock.now(),
+        payload={
+            "event_id": event_id,
+            "deleted_node_ids": [node.id for node in nodes],
+            "edges_removed": len(edges),
+            "work_items_removed": len(work),
+        },
+    )
+    # A concurrent delete of the same event may win: its record then says what was removed.
+    with contextlib.suppress(NotFoundError):
+        deps.ledger.delete_event(
+            EventDeletion(
+                event=event, nodes=nodes, edges=list(edges.values()), work=work, journal=journal
+            )
+        )
+    return _finish_deletion(deps, owner, record_id)
+
+
+def _finish_deletion(deps: EngineDeps, owner: OwnerKey, record_id: str) -> MemoryDeletion:
+    record = read_journal(deps, owner, record_id)
+    if record is None or record.operation != MEMORY_DELETION_OPERATION:
+        raise NotFoundError("Event not found")
+    deletion = _deletion_of(record)
+    deps.index.delete(owner, deletion.deleted_node_ids)
+    return deletion
+
+
+def get_stats(deps: EngineDeps, owner: OwnerKey) -> OwnerStats:
+    counts = deps.ledger.count_nodes(owner)
+    by_state: Counter[str] = Counter()
+    by_type: Counter[str] = Counter()
+    for (state, node_type), count in counts.items():
+        by_state[state] += count
+        by_type[node_type] += count
+    return OwnerStats.model_validate(
+        {
+            "events": deps.ledger.count_events(owner),
+            "nodes": sum(counts.values()),
+            "nodes_by_lifecycle_state": dict(by_state),
+            "nodes_by_type": dict(by_type),
+            "pending_materializations": deps.ledger.count_pending_work(owner),
+            "pending_extractions": deps.ledger.count_pending_work(owner, family="extract"),
+        }
+    )

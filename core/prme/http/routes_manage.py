@@ -1,0 +1,48 @@
+"""The managing routes' adapters: list an owner's nodes and events with filters, and counts.
+
+Deleting one memory (`DELETE /v1/events/{event_id}`) needs no adapter: the table builds it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import FastAPI, Query
+
+from prme.engine.identity import resolve_owner
+from prme.engine.service import MemoryEngine
+from prme.http.dependencies import Caller, UserIdQuery, served
+from prme.http.schemas import EventListQuery, EventPageResponse, NodeListQuery, NodePageResponse
+from prme.model.listings import OwnerStats
+
+
+def _cursor(query: NodeListQuery | EventListQuery) -> str | None:
+    return str(query.after_id) if query.after_id is not None else None
+
+
+def register(app: FastAPI, engine: MemoryEngine) -> None:
+    """Add this capability's routes to the app."""
+
+    @served(app, "list_nodes")
+    def list_nodes(caller: Caller, query: Annotated[NodeListQuery, Query()]) -> NodePageResponse:
+        page = engine.list_nodes(
+            resolve_owner(caller, query.user_id),
+            query.node_filter(),
+            limit=query.limit,
+            after_id=_cursor(query),
+        )
+        return NodePageResponse.of(page)
+
+    @served(app, "list_events")
+    def list_events(caller: Caller, query: Annotated[EventListQuery, Query()]) -> EventPageResponse:
+        page = engine.list_events(
+            resolve_owner(caller, query.user_id),
+            query.event_filter(),
+            limit=query.limit,
+            after_id=_cursor(query),
+        )
+        return EventPageResponse.of(page)
+
+    @served(app, "get_stats")
+    def get_stats(caller: Caller, user_id: UserIdQuery = None) -> OwnerStats:
+        return engine.get_stats(resolve_owner(caller, user_id))

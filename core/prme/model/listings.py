@@ -1,0 +1,125 @@
+"""Pages of an owner's stored memory, the record of a deleted memory, and per-owner counts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from prme.model.enums import LifecycleState, NodeType, Role, Scope
+from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, WorkItem
+
+# States that have left default retrieval: listed only when asked for.
+INACTIVE_STATES = frozenset(
+    {LifecycleState.SUPERSEDED, LifecycleState.DEPRECATED, LifecycleState.ARCHIVED}
+)
+MEMORY_DELETION_OPERATION = "memory_deletion"
+MEMORY_DELETION_PREFIX = "memory-deletion:"
+
+
+class NodeFilter(BaseModel):
+    """Which of an owner's nodes a listing returns; every field set must match."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node_type: NodeType | None = None
+    lifecycle_state: LifecycleState | None = None
+    scope: Scope | None = None
+    session_id: str | None = None
+    include_inactive: bool = False
+
+    def matches(self, node: MemoryNode) -> bool:
+        if self.lifecycle_state is not None:
+            if node.lifecycle_state is not self.lifecycle_state:
+                return False
+        elif not self.include_inactive and node.lifecycle_state in INACTIVE_STATES:
+            return False
+        return (
+            (self.node_type is None or node.node_type is self.node_type)
+            and (self.scope is None or node.scope is self.scope)
+            and (self.session_id is None or node.session_id == self.session_id)
+        )
+
+
+class EventFilter(BaseModel):
+    """Which of an owner's source events a listing returns; every field set must match."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str | None = None
+    role: Role | None = None
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+
+    def matches(self, event: Event) -> bool:
+        moment = event.effective_time
+        return (
+            (self.session_id is None or event.session_id == self.session_id)
+            and (self.role is None or event.role is self.role)
+            and (self.since is None or moment >= self.since)
+            and (self.until is None or moment < self.until)
+        )
+
+
+class NodePage(BaseModel):
+    """One page of an owner's memory nodes, in node id order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[MemoryNode]
+    next_after_id: str | None
+
+
+class EventPage(BaseModel):
+    """One page of an owner's source events, in event id order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[Event]
+    next_after_id: str | None
+
+
+class EventDeletion(BaseModel):
+    """What the ledger removes, in one transaction with its journal record, to delete a memory:
+    the event, the nodes derived from it, their edges and the event's work items."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event: Event
+    nodes: list[MemoryNode]
+    edges: list[MemoryEdge]
+    work: list[WorkItem]
+    journal: JournalRecord
+
+
+class MemoryDeletion(BaseModel):
+    """The record of one deleted memory: ids and counts, never content."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: str = Field(description="The deleted source event")
+    deleted_node_ids: list[str] = Field(
+        description="The memory nodes derived from the event, deleted with it (and their "
+        "search index documents)"
+    )
+    edges_removed: int = Field(description="Edges (such as alias links) of those nodes removed")
+    work_items_removed: int = Field(description="Work items of the event removed, pending or not")
+    journal_id: str = Field(description="The journal record of the deletion")
+    deleted_at: datetime = Field(description="When the memory was deleted")
+
+
+class OwnerStats(BaseModel):
+    """Counts of one owner's stored memory."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    events: int = Field(description="Source events stored")
+    nodes: int = Field(description="Memory nodes stored, in every lifecycle state")
+    nodes_by_lifecycle_state: dict[LifecycleState, int] = Field(
+        description="Memory nodes per lifecycle state (states with none are left out)"
+    )
+    nodes_by_type: dict[NodeType, int] = Field(
+        description="Memory nodes per node type (types with none are left out)"
+    )
+    pending_materializations: int = Field(description="Memories waiting to be built and indexed")
+    pending_extractions: int = Field(description="Ingested messages waiting for extraction")

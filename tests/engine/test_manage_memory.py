@@ -1,0 +1,217 @@
+"""Managing an owner's memory on every backend: paged listings with filters, deleting one
+memory (from every read, retrieval and the index), and per-owner counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from prme.backends.memory.fakes import InMemoryIndex
+from prme.errors import IndexUnavailableError, InvalidRequestError, NotFoundError
+from prme.model.enums import LifecycleState, NodeType, Role, Scope
+from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
+from prme.model.listings import EventFilter, NodeFilter
+from prme.model.records import MemoryNode, OwnerKey
+from prme.model.search import IndexQuery
+from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
+
+
+def _all_nodes(h: Harness, owner: OwnerKey, flt: NodeFilter, limit: int) -> list[MemoryNode]:
+    seen: list[MemoryNode] = []
+    after: str | None = None
+    for _ in range(50):
+        page = h.engine.list_nodes(owner, flt, limit=limit, after_id=after)
+        assert len(page.items) <= limit
+        seen.extend(page.items)
+        if page.next_after_id is None:
+            return seen
+        after = page.next_after_id
+    raise AssertionError("the listing never ended")
+
+
+def _remember(h: Harness, owner: OwnerKey, content: str, **fields: object) -> tuple[str, str]:
+    """The event id and node id of a direct store."""
+    result = h.engine.store(owner, StoreInput.model_validate({"content": content, **fields}))
+    assert result.node_id is not None
+    return result.event_id, result.node_id
+
+
+def _store(h: Harness, owner: OwnerKey, content: str, **fields: object) -> str:
+    return _remember(h, owner, content, **fields)[1]
+
+
+def test_node_pages_cover_every_node_once_in_id_order(any_backend: Harness) -> None:
+    h = any_backend
+    kinds = [NodeType.FACT, NodeType.NOTE, NodeType.PREFERENCE] * 3
+    ids = [
+        _store(h, ALICE, f"Alice memory {i}", node_type=kind, session_id=f"s{i % 2}")
+        for i, kind in enumerate(kinds)
+    ]
+    _store(h, BOB, "Bob memory")
+    _store(h, OTHER_TENANT_ALICE, "Other tenant memory")
+
+    for limit in (1, 2, 4, 100):
+        listed = _all_nodes(h, ALICE, NodeFilter(), limit)
+        assert [n.id for n in listed] == sorted(ids)
+
+    facts = _all_nodes(h, ALICE, NodeFilter(node_type=NodeType.FACT), 2)
+    assert sorted(n.id for n in facts) == sorted(ids[0::3])
+    session = _all_nodes(h, ALICE, NodeFilter(session_id="s1"), 2)
+    assert sorted(n.id for n in session) == sorted(ids[1::2])
+    assert _all_nodes(h, ALICE, NodeFilter(scope=Scope.PROJECT), 3) == []
+    assert [n.id for n in _all_nodes(h, BOB, NodeFilter(), 5)] != []
+    assert all(n.owner_id == "bob" for n in _all_nodes(h, BOB, NodeFilter(), 5))
+
+
+def test_archived_nodes_are_listed_only_when_asked(any_backend: Harness) -> None:
+    h = any_backend
+    kept = _store(h, ALICE, "A memory that stays")
+    archived = _store(h, ALICE, "A memory that is archived")
+    h.engine.archive(ALICE, archived)
+
+    assert [n.id for n in _all_nodes(h, ALICE, NodeFilter(), 10)] == [kept]
+    both = _all_nodes(h, ALICE, NodeFilter(include_inactive=True), 10)
+    assert sorted(n.id for n in both) == sorted([kept, archived])
+    only = _all_nodes(h, ALICE, NodeFilter(lifecycle_state=LifecycleState.ARCHIVED), 10)
+    assert [n.id for n in only] == [archived]
+
+
+def test_event_pages_filter_by_session_and_role(any_backend: Harness) -> None:
+    h = any_backend
+    said = [
+        h.engine.store(
+            ALICE, StoreInput(content=f"line {i}", role=role, session_id=f"chat{i % 2}")
+        ).event_id
+        for i, role in enumerate([Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT, Role.USER])
+    ]
+    h.engine.store(BOB, StoreInput(content="Bob line"))
+
+    seen: list[str] = []
+    after: str | None = None
+    while True:
+        page = h.engine.list_events(ALICE, limit=2, after_id=after)
+        seen.extend(e.id for e in page.items)
+        if page.next_after_id is None:
+            break
+        after = page.next_after_id
+    assert seen == sorted(said)
+    users = h.engine.list_events(ALICE, EventFilter(role=Role.USER), limit=100)
+    assert sorted(e.id for e in users.items) == sorted(said[0::2])
+    chat1 = h.engine.list_events(ALICE, EventFilter(session_id="chat1"), limit=100)
+    assert sorted(e.id for e in chat1.items) == sorted(said[1::2])
+
+
+def test_a_filtered_page_reads_a_bounded_number_of_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = memory_harness()
+    from prme.engine import manage
+
+    monkeypatch.setattr(manage, "SCAN_BUDGET", 3)
+    ids = sorted(_store(h, ALICE, f"note {i}") for i in range(5))
+    fact = _store(h, ALICE, "the one fact", node_type=NodeType.FACT)
+    page = h.engine.list_nodes(ALICE, NodeFilter(node_type=NodeType.FACT), limit=10)
+    # Three records read, none of them (maybe) the fact: a short page with a cursor to go on.
+    assert page.next_after_id == sorted([*ids, fact])[2]
+    assert [n.id for n in _all_nodes(h, ALICE, NodeFilter(node_type=NodeType.FACT), 10)] == [fact]
+
+
+def test_page_limits_are_bounded(harness: Harness) -> None:
+    for limit in (0, 1001):
+        with pytest.raises(InvalidRequestError):
+            harness.engine.list_nodes(ALICE, limit=limit)
+
+
+def _searchable(h: Harness, owner: OwnerKey, text: str) -> set[str]:
+    hits = h.index.search(owner, IndexQuery(text=text))
+    return {node_id for node_id, _ in hits.lexical}
+
+
+def test_deleting_a_memory_removes_it_from_every_read(any_backend: Harness) -> None:
+    h = any_backend
+    doomed_event, doomed_node = _remember(h, ALICE, "My locker code is zebra 4471")
+    kept_event, kept_node = _remember(h, ALICE, "My bike is a green zebra model")
+    bob_node = _store(h, BOB, "Bob also likes zebra crossings")
+    assert doomed_node in _searchable(h, ALICE, "zebra")
+
+    # Another owner's delete of the id finds nothing and changes nothing.
+    with pytest.raises(NotFoundError):
+        h.engine.delete_memory(BOB, doomed_event)
+    assert h.engine.get_node(ALICE, doomed_node).content.startswith("My locker")
+
+    deletion = h.engine.delete_memory(ALICE, doomed_event)
+    assert deletion.event_id == doomed_event
+    assert deletion.deleted_node_ids == [doomed_node]
+
+    with pytest.raises(NotFoundError):
+        h.engine.get_event(ALICE, doomed_event)
+    with pytest.raises(NotFoundError):
+        h.engine.get_node(ALICE, doomed_node)
+    with pytest.raises(NotFoundError):
+        h.engine.get_event_nodes(ALICE, doomed_event)
+    assert _searchable(h, ALICE, "zebra") == {kept_node}
+    results = h.engine.retrieve(ALICE, RetrieveInput(query="zebra locker code")).results
+    assert [r.node_id for r in results] == [kept_node]
+    listed = _all_nodes(h, ALICE, NodeFilter(include_inactive=True), 10)
+    assert [n.id for n in listed] == [kept_node]
+    assert [e.id for e in h.engine.list_events(ALICE).items] == [kept_event]
+    # Other memories untouched, the other owner's too.
+    assert h.engine.get_node(BOB, bob_node).content.startswith("Bob also")
+    assert _searchable(h, BOB, "zebra") == {bob_node}
+
+    # The journal keeps ids and counts, never the content.
+    record = h.ledger.get_journal(ALICE, deletion.journal_id)
+    assert record is not None
+    assert "locker" not in record.model_dump_json()
+    # A repeated delete answers with the same record; a never-stored id is not found.
+    assert h.engine.delete_memory(ALICE, doomed_event) == deletion
+    with pytest.raises(NotFoundError):
+        h.engine.delete_memory(ALICE, "0b8f6a52-4c1e-4c2d-9a57-2f1d7e9c3b10")
+
+
+def test_deleting_removes_pending_work(any_backend: Harness) -> None:
+    h = any_backend
+    saved = h.engine.ingest_fast(
+        ALICE, FastIngestInput(items=[FastIngestItem(content="waiting to be built")])
+    )
+    (event_id,) = saved.event_ids
+    assert h.engine.get_stats(ALICE).pending_materializations == 1
+    h.engine.delete_memory(ALICE, event_id)
+    stats = h.engine.get_stats(ALICE)
+    assert (stats.events, stats.nodes, stats.pending_materializations) == (0, 0, 0)
+    assert h.engine.process_materializations(ALICE).processed == 0
+
+
+def test_a_delete_whose_index_step_failed_completes_on_retry() -> None:
+    h = memory_harness()
+    event_id, node_id = _remember(h, ALICE, "delete me, zebra")
+    assert isinstance(h.index, InMemoryIndex)
+    h.index.available = False
+    with pytest.raises(IndexUnavailableError):
+        h.engine.delete_memory(ALICE, event_id)
+    # The ledger step is done: no read shows the memory while the index still holds it.
+    with pytest.raises(NotFoundError):
+        h.engine.get_node(ALICE, node_id)
+    h.index.available = True
+    assert _searchable(h, ALICE, "zebra") == {node_id}
+    assert h.engine.delete_memory(ALICE, event_id).deleted_node_ids == [node_id]
+    assert _searchable(h, ALICE, "zebra") == set()
+
+
+def test_stats_count_events_nodes_and_pending_work(any_backend: Harness) -> None:
+    h = any_backend
+    _store(h, ALICE, "a fact", node_type=NodeType.FACT)
+    _store(h, ALICE, "a note")
+    archived = _store(h, ALICE, "an old note")
+    h.engine.archive(ALICE, archived)
+    _store(h, BOB, "Bob's")
+    stats = h.engine.get_stats(ALICE)
+    assert stats.events == 3
+    assert stats.nodes == 3
+    assert sum(stats.nodes_by_lifecycle_state.values()) == 3
+    assert stats.nodes_by_lifecycle_state[LifecycleState.ARCHIVED] == 1
+    assert stats.nodes_by_type == {NodeType.FACT: 1, NodeType.NOTE: 2}
+    # The archive's index update waits until a pass runs it.
+    assert (stats.pending_materializations, stats.pending_extractions) == (1, 0)
+    h.engine.process_materializations(ALICE)
+    assert h.engine.get_stats(ALICE).pending_materializations == 0
+    assert h.engine.get_stats(OTHER_TENANT_ALICE).events == 0
