@@ -36,6 +36,8 @@ TOOLS = {
     "memory_process_materializations",
     "memory_get_event",
     "memory_get_node",
+    "memory_list",
+    "memory_forget",
     "memory_supersede",
     "memory_promote",
     "memory_archive",
