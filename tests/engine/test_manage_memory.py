@@ -3,6 +3,8 @@ memory (from every read, retrieval and the index), and per-owner counts."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from prme.backends.memory.fakes import InMemoryIndex
@@ -10,7 +12,7 @@ from prme.errors import IndexUnavailableError, InvalidRequestError, NotFoundErro
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
-from prme.model.records import MemoryNode, OwnerKey
+from prme.model.records import JournalRecord, MemoryNode, NodeChange, OwnerKey
 from prme.model.search import IndexQuery
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
@@ -215,3 +217,40 @@ def test_stats_count_events_nodes_and_pending_work(any_backend: Harness) -> None
     h.engine.process_materializations(ALICE)
     assert h.engine.get_stats(ALICE).pending_materializations == 0
     assert h.engine.get_stats(OTHER_TENANT_ALICE).events == 0
+
+
+def test_deleting_an_event_with_more_records_than_one_transaction(any_backend: Harness) -> None:
+    h = any_backend
+    event_id, node_id = _remember(h, ALICE, "a source with many derived memories")
+    _, kept = _remember(h, ALICE, "an unrelated memory")
+    first = h.engine.get_node(ALICE, node_id)
+    derived = [node_id]
+    # Node and evidence link are two items each: 61 nodes do not fit one DynamoDB transaction.
+    for batch in range(3):
+        new_nodes = tuple(
+            first.model_copy(update={"id": str(uuid.uuid4()), "content": f"derived {batch}.{i}"})
+            for i in range(20)
+        )
+        derived += [n.id for n in new_nodes]
+        h.ledger.commit_node_change(
+            NodeChange(
+                updates=(),
+                new_nodes=new_nodes,
+                journal=JournalRecord.build(
+                    record_id=f"test-derived:{batch}",
+                    owner=ALICE,
+                    operation="test_derived",
+                    subject_id=event_id,
+                    created_at=first.created_at,
+                    payload={},
+                ),
+            )
+        )
+    assert len(h.engine.get_event_nodes(ALICE, event_id)) == 61
+
+    deletion = h.engine.delete_memory(ALICE, event_id)
+    assert sorted(deletion.deleted_node_ids) == sorted(derived)
+    assert h.ledger.get_nodes(ALICE, derived) == {}
+    assert h.ledger.get_event(ALICE, event_id) is None
+    listed = _all_nodes(h, ALICE, NodeFilter(include_inactive=True), 100)
+    assert [n.id for n in listed] == [kept]
