@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from prme.backends.memory.fakes import InMemoryIndex
-from prme.errors import IndexUnavailableError, InvalidRequestError, NotFoundError
+from prme.errors import ConflictError, IndexUnavailableError, InvalidRequestError, NotFoundError
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
@@ -254,3 +254,21 @@ def test_deleting_an_event_with_more_records_than_one_transaction(any_backend: H
     assert h.ledger.get_event(ALICE, event_id) is None
     listed = _all_nodes(h, ALICE, NodeFilter(include_inactive=True), 100)
     assert [n.id for n in listed] == [kept]
+
+
+def test_a_node_built_while_its_event_was_deleted_does_not_come_back(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    saved = h.engine.ingest_fast(
+        ALICE, FastIngestInput(items=[FastIngestItem(content="built during the delete")])
+    )
+    (event_id,) = saved.event_ids
+    (work,) = h.ledger.list_pending_work(ALICE, 10)
+    template = h.engine.get_node(ALICE, _store(h, ALICE, "a template node"))
+    # A pass read the work item and built the node; the delete commits before the pass does.
+    built = template.model_copy(update={"id": str(uuid.uuid4()), "evidence_refs": (event_id,)})
+    h.engine.delete_memory(ALICE, event_id)
+    with pytest.raises(ConflictError):
+        h.ledger.commit_materialization(built, work.succeeded(h.clock.now()))
+    assert h.ledger.get_node(ALICE, built.id) is None

@@ -185,7 +185,10 @@ class SqliteLedger:
     def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
         with self._transaction() as tx:
             self._insert_node(tx, node)
-            self._update_work(tx, work)
+            # No work row means its event was deleted while the node was built: the node
+            # must not come back (the DynamoDB update has the same condition).
+            if self._update_work(tx, work) == 0:
+                raise ConflictError("work item no longer exists")
 
     def commit_node_change(self, change: NodeChange) -> None:
         with applied_once(self, change.journal), self._transaction() as tx:
@@ -308,8 +311,9 @@ class SqliteLedger:
         )
 
     @staticmethod
-    def _update_work(tx: sqlite3.Connection, item: WorkItem) -> None:
-        tx.execute(
+    def _update_work(tx: sqlite3.Connection, item: WorkItem) -> int:
+        """How many rows changed: 0 when the work item is gone."""
+        cursor = tx.execute(
             "UPDATE work SET status=?, body=? WHERE id=? AND tenant=? AND owner=?",
             (
                 _status_column(item.status, item.kind.family),
@@ -319,6 +323,7 @@ class SqliteLedger:
                 item.owner_id,
             ),
         )
+        return cursor.rowcount
 
     @staticmethod
     def _insert_idempotency(tx: sqlite3.Connection, i: IdempotencyRecord) -> None:

@@ -95,6 +95,8 @@ class InMemoryLedger:
             key = (node.tenant_id, node.owner_id, node.id)
             if key in self.nodes:
                 raise ConflictError("node already exists")
+            if work.id not in self.work:
+                raise ConflictError("work item no longer exists")
             self.nodes[key] = node
             self.work[work.id] = work
 
