@@ -272,3 +272,30 @@ def test_a_node_built_while_its_event_was_deleted_does_not_come_back(
     with pytest.raises(ConflictError):
         h.ledger.commit_materialization(built, work.succeeded(h.clock.now()))
     assert h.ledger.get_node(ALICE, built.id) is None
+
+
+def test_an_extraction_committed_after_its_event_was_deleted_does_not_come_back(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    event_id, _ = _remember(h, ALICE, "the deleted source")
+    (work,) = h.ledger.list_event_work(ALICE, event_id)
+    template = h.engine.get_node(ALICE, _store(h, ALICE, "a template node"))
+    built = template.model_copy(update={"id": str(uuid.uuid4()), "evidence_refs": (event_id,)})
+    h.engine.delete_memory(ALICE, event_id)
+    change = NodeChange(
+        updates=(),
+        new_nodes=(built,),
+        work_updates=(work.succeeded(h.clock.now()),),
+        journal=JournalRecord.build(
+            record_id="test-late-extraction",
+            owner=ALICE,
+            operation="test_extraction",
+            subject_id=event_id,
+            created_at=h.clock.now(),
+            payload={},
+        ),
+    )
+    with pytest.raises(ConflictError):
+        h.ledger.commit_node_change(change)
+    assert h.ledger.get_node(ALICE, built.id) is None

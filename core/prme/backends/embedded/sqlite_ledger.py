@@ -231,7 +231,9 @@ class SqliteLedger:
             for node in change.new_nodes:
                 self._insert_node(tx, node)
             for item in change.work_updates:
-                self._update_work(tx, item)
+                # As for a materialization: work closed here must still exist.
+                if self._update_work(tx, item) == 0:
+                    raise ConflictError("work item no longer exists")
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         while True:

@@ -100,6 +100,16 @@ class InMemoryLedger:
             self.nodes[key] = node
             self.work[work.id] = work
 
+    def _refuse_conflicting_additions(self, change: NodeChange) -> None:
+        for node in change.new_nodes:
+            if (node.tenant_id, node.owner_id, node.id) in self.nodes:
+                raise ConflictError("node already exists")
+        for edge in change.edges:
+            if (edge.tenant_id, edge.owner_id, edge.id) in self.edges:
+                raise ConflictError("edge already exists")
+        if any(w.id not in self.work for w in change.work_updates):
+            raise ConflictError("work item no longer exists")
+
     def commit_node_change(self, change: NodeChange) -> None:
         with applied_once(self, change.journal):
             j, idem = change.journal, change.idempotency
@@ -118,12 +128,7 @@ class InMemoryLedger:
                     and (idem.tenant_id, idem.owner_id, idem.key) in self.idempotency
                 ):
                     raise ConflictError("idempotency key already used")
-                for node in change.new_nodes:
-                    if (node.tenant_id, node.owner_id, node.id) in self.nodes:
-                        raise ConflictError("node already exists")
-                for edge in change.edges:
-                    if (edge.tenant_id, edge.owner_id, edge.id) in self.edges:
-                        raise ConflictError("edge already exists")
+                self._refuse_conflicting_additions(change)
                 if idem is not None:
                     self.idempotency[(idem.tenant_id, idem.owner_id, idem.key)] = idem
                 for _, new in change.updates:
