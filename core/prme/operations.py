@@ -300,8 +300,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete one memory",
         "Delete a source event and the memories derived from it, from every read, retrieval "
         "and the search index; a journal record keeps the ids and counts, never the content. "
-        "Call when the user asks to forget something. A repeated delete returns the same "
-        "record.",
+        "Call when the user asks to forget something; a node's event is the first of its "
+        "evidence_refs. A repeated delete returns the same record.",
         http=HttpRoute(
             "DELETE",
             "/v1/events/{event_id}",
