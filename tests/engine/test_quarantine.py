@@ -322,3 +322,27 @@ def test_an_unreadable_index_document_fails_only_itself(tmp_path: Path, damage: 
     finally:
         h.index.close()  # type: ignore[attr-defined]
         h.ledger.close()  # type: ignore[attr-defined]
+
+
+def test_an_unreadable_event_can_be_listed_past_and_deleted(backend: Poisonable) -> None:
+    h = backend.h
+    broken = store(h, f"a ruined source {MARKER}")
+    kept = store(h, f"a sound source {MARKER}")
+    backend.poison("event", ALICE, broken.event_id, "deep_metadata")
+
+    # Listings leave it out and still reach every readable event after it.
+    seen: list[str] = []
+    after: str | None = None
+    while True:
+        page = h.engine.list_events(ALICE, limit=1, after_id=after)
+        seen.extend(e.id for e in page.items)
+        if page.next_after_id is None:
+            break
+        after = page.next_after_id
+    assert seen == [kept.event_id]
+
+    deletion = h.engine.delete_memory(ALICE, broken.event_id)
+    assert deletion.deleted_node_ids == [broken.node_id]
+    assert h.ledger.get_event(ALICE, broken.event_id) is None
+    assert h.ledger.get_node(ALICE, broken.node_id) is None
+    assert h.engine.get_event(ALICE, kept.event_id).content.startswith("a sound source")

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from prme.engine.deps import EngineDeps
 from prme.engine.journal import read_journal
-from prme.errors import InvalidRequestError, NotFoundError
+from prme.errors import CorruptRecordError, InvalidRequestError, NotFoundError
 from prme.model.listings import (
     MEMORY_DELETION_OPERATION,
     MEMORY_DELETION_PREFIX,
@@ -109,8 +109,11 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     foreign, or unknown) event never found by that path is NotFoundError.
     """
     record_id = MEMORY_DELETION_PREFIX + event_id
-    event = deps.ledger.get_event(owner, event_id)
-    if event is None:
+    try:
+        found = deps.ledger.get_event(owner, event_id) is not None
+    except CorruptRecordError:
+        found = True  # an unreadable source is still the owner's to delete
+    if not found:
         return _finish_deletion(deps, owner, record_id)
     nodes = [
         node
@@ -139,7 +142,12 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     with contextlib.suppress(NotFoundError):
         deps.ledger.delete_event(
             EventDeletion(
-                event=event, nodes=nodes, edges=list(edges.values()), work=work, journal=journal
+                owner=owner,
+                event_id=event_id,
+                nodes=nodes,
+                edges=list(edges.values()),
+                work=work,
+                journal=journal,
             )
         )
     return _finish_deletion(deps, owner, record_id)

@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
-from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, WorkItem
+from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 
 # States that have left default retrieval: listed only when asked for.
 INACTIVE_STATES = frozenset(
@@ -85,7 +85,9 @@ class EventDeletion(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    event: Event
+    owner: OwnerKey
+    # The id alone: an unreadable (quarantined) source can be deleted too.
+    event_id: str
     nodes: list[MemoryNode]
     edges: list[MemoryEdge]
     work: list[WorkItem]

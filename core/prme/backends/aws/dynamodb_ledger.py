@@ -828,8 +828,7 @@ class DynamoDbLedger:
         return page, _unpart(page[-1][SK]["S"][len(prefix) :]) if more else None
 
     def delete_event(self, deletion: EventDeletion) -> None:
-        event = deletion.event
-        pk = _owner_pk(event.tenant_id, event.owner_id)
+        pk = _pk_of(deletion.owner)
         derived = [
             key
             for node in deletion.nodes
@@ -850,7 +849,7 @@ class DynamoDbLedger:
         while len(derived) > room:
             chunk, derived = derived[:room], derived[room:]
             self._transact([_delete(key) for key in chunk])
-        event_key = _key(pk, f"EVENT#{_part(event.id)}")
+        event_key = _key(pk, f"EVENT#{_part(deletion.event_id)}")
         final = [
             *(_delete(key) for key in derived),
             ("Delete", event_key, {"Key": event_key, "ConditionExpression": _EXISTS}),

@@ -545,12 +545,12 @@ class SqliteLedger:
         return [(record_id, body) for (record_id, body) in rows]
 
     def delete_event(self, deletion: EventDeletion) -> None:
-        event = deletion.event
-        owner = (event.tenant_id, event.owner_id)
+        owner = (deletion.owner.tenant_id, deletion.owner.owner_id)
         node_ids = [(*owner, n.id) for n in deletion.nodes]
         with self._transaction() as tx:
             removed = tx.execute(
-                "DELETE FROM events WHERE tenant=? AND owner=? AND id=?", (*owner, event.id)
+                "DELETE FROM events WHERE tenant=? AND owner=? AND id=?",
+                (*owner, deletion.event_id),
             )
             if removed.rowcount == 0:
                 raise NotFoundError("Event not found")

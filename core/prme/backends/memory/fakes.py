@@ -286,8 +286,8 @@ class InMemoryLedger:
             return _page(self.events, owner, after_id, limit)
 
     def delete_event(self, deletion: EventDeletion) -> None:
-        event, journal = deletion.event, deletion.journal
-        key = (event.tenant_id, event.owner_id, event.id)
+        journal = deletion.journal
+        key = (deletion.owner.tenant_id, deletion.owner.owner_id, deletion.event_id)
         with self._lock:
             if key not in self.events:
                 raise NotFoundError("Event not found")
