@@ -28,7 +28,8 @@ EMBEDDING_DIMENSION = embedding_dimension("bedrock")
 # function: key reads, batched key reads, queries (of the table and its GSIs) and conditional
 # writes, alone or in a transaction (AWS authorizes TransactWriteItems by its items' actions:
 # the ledger's hold Puts and Updates). Scan serves only the CLI's operator listings; nothing
-# deletes items, writes in batches, describes the table or reads its stream.
+# writes in batches, describes the table or reads its stream. Only the API deletes items
+# (deleting one memory: a transaction of Deletes).
 LEDGER_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
@@ -44,6 +45,7 @@ LEDGER_ACTIONS = (
 # reads only through queries (pending, expiring and alias work, a source's work items, owner
 # nodes and journal) and writes by Put and Update.
 TABLE_ACTIONS = {
+    "api": (*LEDGER_ACTIONS, "dynamodb:DeleteItem"),
     "ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem"),
     "extractor": ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
     "maintenance": ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),

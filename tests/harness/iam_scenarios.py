@@ -153,6 +153,11 @@ def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
     # A caller may run the pass itself: it closes the work item in the API function.
     status, report = api_call(key, "/v1/materializations/process", {})
     assert (status, report["processed"], report["failed"]) == (200, 1, 0), report
+    # Deleting one memory: ledger items in a transaction of Deletes, then index documents.
+    path = f"/v1/events/{stored['event_id']}"
+    status, deleted = api_call(key, path, method="DELETE")
+    assert (status, deleted["deleted_node_ids"]) == (200, [stored["node_id"]]), deleted
+    assert api_call(key, path)[0] == 404
 
 
 def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:

@@ -373,7 +373,8 @@ def test_traces_hold_neither_responses_nor_errors(stack_template: StackTemplate)
 # needed by an IAM-enforced scenario), and the queues it announces work on.
 _EVERY_LEDGER_CALL = ["BatchGetItem", "GetItem", "PutItem", "Query", "UpdateItem"]
 TABLE_CALLS = {
-    "api": _EVERY_LEDGER_CALL,
+    # Deleting one memory is a transaction of Deletes.
+    "api": sorted([*_EVERY_LEDGER_CALL, "DeleteItem"]),
     "materializer": _EVERY_LEDGER_CALL,
     # No batched node read: an extraction's nodes are never another's session predecessor.
     "extractor": ["GetItem", "PutItem", "Query", "UpdateItem"],
