@@ -1,0 +1,166 @@
+"""The `prme` command in-process: where options may be typed, help with defaults, and each
+expected failure as one line on stderr with its documented exit code."""
+
+from __future__ import annotations
+
+import argparse
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from prme import cli
+from prme.cli import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, build_parser, main
+
+
+@pytest.fixture(autouse=True)
+def _hashing_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRME_EMBEDDER", "hashing")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--data-dir", "/d", "serve"],
+        ["serve", "--data-dir", "/d"],
+        ["keys", "--data-dir", "/d", "list"],
+        ["keys", "create", "--operator", "--data-dir", "/d"],
+        ["--debug", "reindex", "--user-id", "a", "--data-dir", "/d"],
+    ],
+)
+def test_shared_options_work_before_and_after_the_subcommand(argv: list[str]) -> None:
+    assert build_parser().parse_args(argv).data_dir == Path("/d")
+
+
+def test_shared_options_keep_their_defaults_when_not_typed() -> None:
+    args = build_parser().parse_args(["keys", "list"])
+    assert (args.data_dir, args.debug) == (None, False)
+
+
+def test_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 8765)" in help_text
+    assert "(default: 127.0.0.1)" in help_text
+    assert "--log-level {debug,info,warning,error}" in help_text
+    assert "(default: info)" in help_text
+    assert "(default: None)" not in help_text  # unset options name where their default comes from
+
+
+def test_serve_log_level_is_checked() -> None:
+    assert build_parser().parse_args(["serve", "--log-level", "debug"]).log_level == "debug"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--log-level", "loud"])
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"prme {version('prme-cloud')}\n"
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(argv)
+    err = capsys.readouterr().err
+    return code, err
+
+
+# argv, environment, exit code, the one line on stderr (never a setting's value)
+FAILURES: list[tuple[list[str], dict[str, str], int, str]] = [
+    (
+        ["keys", "revoke", "nope"],
+        {},
+        EXIT_FAILED,
+        "prme: error: no API key has that key_id; `prme keys list` shows them",
+    ),
+    (
+        ["reindex", "--user-id", ""],
+        {},
+        EXIT_USAGE,
+        "prme: error: user_id must be 1 to 256 characters",
+    ),
+    (
+        ["reindex", "--user-id", "alice", "--start-after", "bob"],
+        {},
+        EXIT_USAGE,
+        "prme: error: --start-after goes with --all-users",
+    ),
+    (
+        ["keys", "create"],
+        {},
+        EXIT_USAGE,
+        "prme: error: give exactly one of --user-id NAME or --operator",
+    ),
+    (
+        ["bootstrap"],
+        {"PRME_OPENSEARCH_URL": ""},
+        EXIT_USAGE,
+        "prme: error: bootstrap needs the AWS settings: set PRME_OPENSEARCH_URL and an AWS"
+        " region and credentials (or AWS_ENDPOINT_URL for the local AWS); see"
+        " docs/aws-backend.md",
+    ),
+    (
+        ["keys", "list"],
+        {"PRME_EMBEDDER": "secret-value"},
+        EXIT_USAGE,
+        "prme: error: invalid setting PRME_EMBEDDER: Input should be 'minilm', 'hashing' or"
+        " 'bedrock'; fix that environment variable",
+    ),
+    (
+        ["keys", "list"],
+        {"PRME_SCORING__RRF_K": "secret-value"},
+        EXIT_USAGE,
+        "prme: error: invalid setting PRME_SCORING__RRF_K: Input should be a valid integer,"
+        " unable to parse string as an integer; fix that environment variable",
+    ),
+    (
+        ["keys", "list"],
+        {"PRME_SCORING": "{secret-value"},
+        EXIT_USAGE,
+        'prme: error: error parsing value for field "scoring" from source'
+        ' "EnvSettingsSource"; fix that PRME_* variable',
+    ),
+]
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_an_expected_failure_is_one_line_with_its_exit_code(
+    failure: tuple[list[str], dict[str, str], int, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv, env, code, line = failure
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert _run([*argv, "--data-dir", str(tmp_path)], capsys) == (code, line + "\n")
+
+
+def test_an_internal_error_is_one_line_without_its_message_unless_debugging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(_args: argparse.Namespace, _settings: object) -> int:
+        raise KeyError("memory content the bug quoted")
+
+    monkeypatch.setitem(cli.HANDLERS, "worker", broken)
+    argv = ["worker", "--data-dir", str(tmp_path)]
+    assert _run(argv, capsys) == (
+        EXIT_INTERNAL,
+        "prme: error: internal error (KeyError); run again with --debug for details\n",
+    )
+    with pytest.raises(KeyError, match="memory content"):
+        main([*argv, "--debug"])
+
+
+def test_only_the_first_active_key_warns_that_keyless_mode_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["keys", "create", "--operator", *data]) == 0
+    assert "a keyless `prme serve` running on this data directory now requires a key" in (
+        capsys.readouterr().err
+    )
+    assert main(["keys", "create", "--user-id", "bob", *data]) == 0
+    assert "keyless" not in capsys.readouterr().err
