@@ -1,14 +1,17 @@
-"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex.
+"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex, search.
 
 Exit codes: 0 done; 1 the command ran and failed (a key id that does not exist, storage or
 the embedder unavailable); 2 the command line or a `PRME_*` setting is wrong, nothing was
-done; 70 an internal error (a bug: `--debug` shows its traceback); 130 interrupted. Every
-failure is one line on stderr that says what is wrong and what to do."""
+done; 70 an internal error (a bug: `--debug` shows its traceback); 130 interrupted; 141,
+silently, when the reader of its output went away (`| head`). Every failure is one line on
+stderr that says what is wrong and what to do."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -38,6 +41,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -275,6 +279,35 @@ def _reindex_tenant(engine: MemoryEngine, settings: Settings, start_after: str |
     return 0
 
 
+def _search(args: argparse.Namespace, settings: Settings) -> int:
+    """One retrieval for one owner: the packed context, then each result's context ref, node
+    id, score and type (or the whole response as JSON)."""
+    from prme.engine.identity import validate_user_id
+    from prme.model.inputs import RetrieveInput
+
+    given = {"query": args.query, "token_budget": args.token_budget, "limit": args.limit}
+    try:
+        request = RetrieveInput.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidRequestError.from_validation(exc) from None
+    owner = OwnerKey(tenant_id=settings.tenant_id, owner_id=validate_user_id(args.user_id))
+    backend = open_backend(settings, args.data_dir)
+    try:
+        response = backend.engine.retrieve(owner, request)
+    finally:
+        backend.close()
+    if args.json:
+        print(response.model_dump_json(indent=2))
+        return 0
+    print(response.bundle.context)
+    refs = {node_id: ref for ref, node_id in response.bundle.context_references.items()}
+    print(f"\n{len(response.results)} results (context ref, node id, score, type):")
+    for result in response.results:
+        ref = refs.get(result.node_id, "-")
+        print(f"{ref}  {result.node_id}  {result.score:.4f}  {result.node_type.value}")
+    return 0
+
+
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the MCP tools on stdin/stdout for one configured owner (nothing else on stdout)."""
     from prme.engine.identity import Principal, validate_user_id
@@ -401,6 +434,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --all-users: only owners whose id sorts after this one (to resume)",
     )
 
+    search = command(sub, "search", "retrieve one owner's memories for a query")
+    search.add_argument("query", help="what you need to know, in plain words")
+    search.add_argument("--user-id", default="default", help="the owner whose memories to search")
+    search.add_argument(
+        "--token-budget",
+        type=int,
+        default=None,
+        help="context size in tokens (default: the configured default_token_budget)",
+    )
+    search.add_argument("--limit", type=int, default=None, help="most results to return")
+    search.add_argument(
+        "--json", action="store_true", help="print the whole response (receipt included) as JSON"
+    )
+
     mcp = command(sub, "mcp", "serve the MCP tools over stdio for one owner")
     mcp.add_argument(
         "--user-id",
@@ -433,6 +480,13 @@ def failure(exc: PrmeError) -> tuple[str, int]:
     return exc.detail, EXIT_FAILED
 
 
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush finds no closed pipe."""
+    # Nothing to do when stdout is not a file (captured or replaced).
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 Handler = Callable[[argparse.Namespace, Settings], int]
 
 HANDLERS: dict[str, Handler] = {
@@ -442,6 +496,7 @@ HANDLERS: dict[str, Handler] = {
     "bootstrap": _bootstrap,
     "mcp": _mcp,
     "reindex": _reindex,
+    "search": _search,
 }
 
 
@@ -461,6 +516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         line, code = failure(exc)
     except KeyboardInterrupt:
         code, line = EXIT_INTERRUPTED, "interrupted"
+    except BrokenPipeError:
+        # Whoever read the output (`| head`) stopped reading: nothing is wrong, nothing to say.
+        _discard_stdout()
+        return EXIT_PIPE_CLOSED
     except Exception as exc:
         if args.debug:
             raise

@@ -4,6 +4,7 @@ expected failure as one line on stderr with its documented exit code."""
 from __future__ import annotations
 
 import argparse
+import json
 from importlib.metadata import version
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 
 from prme import cli
 from prme.cli import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, build_parser, main
+from prme.client import MemoryClient
+from prme.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -164,3 +167,59 @@ def test_only_the_first_active_key_warns_that_keyless_mode_ends(
     )
     assert main(["keys", "create", "--user-id", "bob", *data]) == 0
     assert "keyless" not in capsys.readouterr().err
+
+
+def test_search_prints_the_context_then_each_result_with_its_ref(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given two memories of alice and one of bob
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing")) as memory:
+        lisbon = memory.store("I moved to Lisbon in May.", user_id="alice").event_id
+        memory.store("My dog is called Rex.", user_id="alice")
+        memory.store("Bob lives in Oslo.", user_id="bob")
+        lisbon_node = memory.get_event_nodes(lisbon, user_id="alice")[0].id
+    data = ["--data-dir", str(tmp_path)]
+
+    # When alice's memories are searched, at most one result
+    assert main(["search", "Where do I live?", "--user-id", "alice", "--limit", "1", *data]) == 0
+
+    # Then the packed context comes first, then the result with its context ref
+    out = capsys.readouterr().out
+    context, listing = out.split("\n\n1 results (context ref, node id, score, type):\n")
+    assert "[m1] I moved to Lisbon in May." in context
+    assert "Oslo" not in out
+    ref, node_id, _score, node_type = listing.split()
+    assert (ref, node_id, node_type) == ("m1", lisbon_node, "note")
+
+
+def test_search_as_json_is_the_whole_response(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing")) as memory:
+        memory.store("I moved to Lisbon in May.", user_id="alice")
+    argv = ["search", "Lisbon", "--user-id", "alice", "--json", "--data-dir", str(tmp_path)]
+    assert main(argv) == 0
+    response = json.loads(capsys.readouterr().out)
+    assert [r["content"] for r in response["results"]] == ["I moved to Lisbon in May."]
+    assert "Lisbon" in response["bundle"]["context"]
+    assert set(response) >= {"results", "bundle", "metrics"}
+
+
+def test_search_refuses_a_query_the_contract_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["search", "x", "--limit", "999", "--data-dir", str(tmp_path)]
+    assert _run(argv, capsys) == (
+        EXIT_USAGE,
+        "prme: error: limit: Input should be less than or equal to 200\n",
+    )
+
+
+def test_a_closed_output_pipe_ends_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def reader_gone(_args: argparse.Namespace, _settings: object) -> int:
+        raise BrokenPipeError
+
+    monkeypatch.setitem(cli.HANDLERS, "worker", reader_gone)
+    assert _run(["worker", "--data-dir", str(tmp_path)], capsys) == (cli.EXIT_PIPE_CLOSED, "")
