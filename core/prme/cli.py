@@ -49,6 +49,14 @@ class UsageError(Exception):
     """The command line or the settings cannot work; the message says what to change."""
 
 
+class CommandFailedError(Exception):
+    """The command ran and failed; the message says why and what to try."""
+
+
+# Commands that open the search index, which the aws backend finds at PRME_OPENSEARCH_URL.
+_OPENS_SEARCH_INDEX = {"serve", "worker", "reindex", "search", "mcp"}
+
+
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from prme.http.auth import AuthPolicy, is_loopback_name
 
@@ -113,9 +121,19 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     logging.getLogger("uvicorn").setLevel(max(level, logging.WARNING))
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    except SystemExit as exc:
+        # uvicorn exits by itself when it cannot start (a port in use, say), after logging why.
+        failed = exc.code not in (None, 0)
+    else:
+        failed = False
     finally:
         listener.stop()
         backend.close()
+    if failed:
+        raise CommandFailedError(
+            f"could not serve at {base} (the log line above says why); "
+            "choose another --port or --host"
+        )
     return 0
 
 
@@ -174,8 +192,6 @@ def _manage_keys(args: argparse.Namespace, settings: Settings, service: Credenti
 def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
     """Create the AWS resources (table, queues, index); safe to repeat. A CDK deployment
     needs none of it (the stack makes all three); it sets up the local AWS or a hand-made one."""
-    from botocore.exceptions import NoCredentialsError, NoRegionError
-
     from prme.backends.aws.service import bootstrap_from_settings, build_clients
 
     if not settings.opensearch_url:
@@ -183,15 +199,9 @@ def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
             "bootstrap needs the AWS settings: set PRME_OPENSEARCH_URL and an AWS region and "
             "credentials (or AWS_ENDPOINT_URL for the local AWS); see docs/aws-backend.md"
         )
-    try:
-        bootstrap_from_settings(
-            settings, build_clients(settings), dimension=settings.embedding_dimension, say=print
-        )
-    except (NoRegionError, NoCredentialsError):
-        raise UsageError(
-            "bootstrap needs an AWS region and credentials (AWS_REGION, AWS_ACCESS_KEY_ID or a "
-            "profile); see docs/aws-backend.md"
-        ) from None
+    bootstrap_from_settings(
+        settings, build_clients(settings), dimension=settings.embedding_dimension, say=print
+    )
     return 0
 
 
@@ -468,16 +478,48 @@ def settings_error_line(error: ValidationError) -> str:
     return f"invalid setting {name}: {safe_message(first['msg'])}; fix that environment variable"
 
 
-def failure(exc: PrmeError) -> tuple[str, int]:
-    """The line and exit code of a deliberate PRME error: its detail (safe to show by
-    contract) and what to try."""
+def explain(exc: Exception) -> tuple[str, int]:
+    """The one line and exit code of a failure. A PRME error's detail is safe to show by
+    contract; of anything else only the type is named, since its message can quote provider
+    text or memory content."""
+    if isinstance(exc, UsageError):
+        return str(exc), EXIT_USAGE
+    if isinstance(exc, CommandFailedError):
+        return str(exc), EXIT_FAILED
     if isinstance(exc, InvalidRequestError | BadRequestError):
         return exc.detail, EXIT_USAGE
     if isinstance(exc, EmbeddingUnavailableError):
         return f"{exc.detail}; check PRME_EMBEDDER and its model, then retry", EXIT_FAILED
     if isinstance(exc, StorageUnavailableError):
         return f"{exc.detail}; check the storage is reachable, then retry", EXIT_FAILED
-    return exc.detail, EXIT_FAILED
+    if isinstance(exc, PrmeError):
+        return exc.detail, EXIT_FAILED
+    aws = _aws_environment_problem(exc)
+    if aws is not None:
+        return aws, EXIT_USAGE
+    if isinstance(exc, OSError):  # the data directory, mostly: not a directory, no permission
+        where = f": {exc.filename}" if exc.filename else ""
+        problem = exc.strerror or type(exc).__qualname__
+        return f"{problem}{where}; check that path and its permissions", EXIT_FAILED
+    return (
+        f"internal error ({type(exc).__qualname__}); run again with --debug for details",
+        EXIT_INTERNAL,
+    )
+
+
+def _aws_environment_problem(exc: Exception) -> str | None:
+    """What to set when boto3 found no AWS region or credentials (it is imported only by the
+    aws backend and bootstrap, so another command never pays for importing it here)."""
+    if "botocore.exceptions" not in sys.modules:
+        return None
+    from botocore.exceptions import NoCredentialsError, NoRegionError
+
+    if isinstance(exc, NoRegionError | NoCredentialsError):
+        return (
+            "the aws backend needs an AWS region and credentials (AWS_REGION, AWS_ACCESS_KEY_ID"
+            " or a profile); see docs/aws-backend.md"
+        )
+    return None
 
 
 def _discard_stdout() -> None:
@@ -500,32 +542,37 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        raise UsageError(settings_error_line(exc)) from None
+    except SettingsError as exc:  # a value that is not even JSON where JSON is expected
+        raise UsageError(f"{safe_message(str(exc))}; fix that PRME_* variable") from None
+    backend = getattr(args, "backend", None) or settings.backend
+    if backend == "aws" and args.command in _OPENS_SEARCH_INDEX and not settings.opensearch_url:
+        raise UsageError(
+            "the aws backend needs PRME_OPENSEARCH_URL (the search endpoint); "
+            "see docs/aws-backend.md"
+        )
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        try:
-            settings = Settings()
-        except ValidationError as exc:
-            raise UsageError(settings_error_line(exc)) from None
-        except SettingsError as exc:  # a value that is not even JSON where JSON is expected
-            raise UsageError(f"{safe_message(str(exc))}; fix that PRME_* variable") from None
-        return HANDLERS[args.command](args, settings)
-    except UsageError as exc:
-        code, line = EXIT_USAGE, str(exc)
-    except PrmeError as exc:
-        line, code = failure(exc)
-    except KeyboardInterrupt:
-        code, line = EXIT_INTERRUPTED, "interrupted"
+        return HANDLERS[args.command](args, _settings(args))
     except BrokenPipeError:
         # Whoever read the output (`| head`) stopped reading: nothing is wrong, nothing to say.
         _discard_stdout()
         return EXIT_PIPE_CLOSED
+    except KeyboardInterrupt:
+        line, code = "interrupted", EXIT_INTERRUPTED
     except Exception as exc:
-        if args.debug:
+        expected = isinstance(exc, UsageError | CommandFailedError | PrmeError)
+        if args.debug and not expected:
             raise
-        # The type only: an exception's message can quote provider text or memory content.
-        code = EXIT_INTERNAL
-        line = f"internal error ({type(exc).__qualname__}); run again with --debug for details"
+        line, code = explain(exc)
     print(f"prme: error: {line}", file=sys.stderr)
     return code
 

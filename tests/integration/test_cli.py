@@ -4,6 +4,7 @@ mode ending), and clean one-line failures with documented exit codes."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -127,6 +128,21 @@ def test_expected_failures_are_one_line_and_a_documented_exit_code(tmp_path: Pat
     for argv, env, code, line in failures:
         done = run_prme(*argv, env=env)
         assert (done.returncode, done.stderr, done.stdout) == (code, line, ""), argv
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_in_use_fails_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = prme(tmp_path, "serve", "--port", str(port))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"prme: error: could not serve at http://127.0.0.1:{port} (the log line above says"
+        " why); choose another --port or --host"
+    )
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

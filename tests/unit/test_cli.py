@@ -119,6 +119,13 @@ FAILURES: list[tuple[list[str], dict[str, str], int, str]] = [
         " unable to parse string as an integer; fix that environment variable",
     ),
     (
+        ["worker"],
+        {"PRME_BACKEND": "aws", "PRME_OPENSEARCH_URL": ""},
+        EXIT_USAGE,
+        "prme: error: the aws backend needs PRME_OPENSEARCH_URL (the search endpoint); see"
+        " docs/aws-backend.md",
+    ),
+    (
         ["keys", "list"],
         {"PRME_SCORING": "{secret-value"},
         EXIT_USAGE,
@@ -223,3 +230,37 @@ def test_a_closed_output_pipe_ends_quietly(
 
     monkeypatch.setitem(cli.HANDLERS, "worker", reader_gone)
     assert _run(["worker", "--data-dir", str(tmp_path)], capsys) == (cli.EXIT_PIPE_CLOSED, "")
+
+
+def test_missing_aws_region_or_credentials_say_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from botocore.exceptions import NoCredentialsError, NoRegionError
+
+    for missing in (NoRegionError(), NoCredentialsError()):
+
+        def unconfigured(
+            _args: argparse.Namespace, _settings: object, error: Exception = missing
+        ) -> int:
+            raise error
+
+        monkeypatch.setitem(cli.HANDLERS, "keys", unconfigured)
+        assert _run(["keys", "list", "--data-dir", str(tmp_path)], capsys) == (
+            EXIT_USAGE,
+            "prme: error: the aws backend needs an AWS region and credentials (AWS_REGION,"
+            " AWS_ACCESS_KEY_ID or a profile); see docs/aws-backend.md\n",
+        )
+
+
+def test_an_unusable_data_directory_is_named_with_what_to_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    argv = ["keys", "list", "--data-dir", str(not_a_directory)]
+    assert _run(argv, capsys) == (
+        EXIT_FAILED,
+        f"prme: error: File exists: {not_a_directory}; check that path and its permissions\n",
+    )
+    with pytest.raises(FileExistsError):
+        main([*argv, "--debug"])
