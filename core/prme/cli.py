@@ -169,7 +169,7 @@ def _manage_keys(args: argparse.Namespace, settings: Settings, service: Credenti
         if ends_keyless:
             print(
                 "note: this is the first active key: a keyless `prme serve` running on this data"
-                " directory now requires a key on every request (restart it to see that).",
+                " directory now requires a key on every request, whatever its banner said.",
                 file=sys.stderr,
             )
     elif args.keys_command == "list":
@@ -347,7 +347,7 @@ class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
     is nothing worth showing (an unset option or an off flag)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default in (None, False) or "default" in (action.help or ""):
+        if action.default in (None, False, "") or "default" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
 

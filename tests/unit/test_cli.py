@@ -51,6 +51,15 @@ def test_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     assert "(default: None)" not in help_text  # unset options name where their default comes from
 
 
+def test_help_shows_no_empty_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["keys", "create", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--label LABEL" in help_text
+    assert "(default: )" not in help_text
+    assert "(default: False)" not in help_text
+
+
 def test_serve_log_level_is_checked() -> None:
     assert build_parser().parse_args(["serve", "--log-level", "debug"]).log_level == "debug"
     with pytest.raises(SystemExit):
