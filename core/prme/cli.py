@@ -65,13 +65,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(settings, args.data_dir)
     keyed = backend.credentials.any_active()
     if not is_loopback_name(args.host) and not keyed:
-        print(
-            f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
-            "network. Create one with `prme keys create --user-id NAME` or bind 127.0.0.1.",
-            file=sys.stderr,
-        )
         backend.close()
-        return EXIT_USAGE
+        raise UsageError(
+            f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
+            "network; create one with `prme keys create --user-id NAME` or bind 127.0.0.1"
+        )
     import uvicorn
 
     from prme.http.app import create_app
@@ -180,11 +178,9 @@ def _manage_keys(args: argparse.Namespace, settings: Settings, service: Credenti
         try:
             revoked = service.revoke(args.key_id)
         except NotFoundError:
-            print(
-                "prme: error: no API key has that key_id; `prme keys list` shows them",
-                file=sys.stderr,
-            )
-            return EXIT_FAILED
+            raise CommandFailedError(
+                "no API key has that key_id; `prme keys list` shows them"
+            ) from None
         print(f"revoked {revoked.key_id}")
     return 0
 
@@ -498,9 +494,10 @@ def explain(exc: Exception) -> tuple[str, int]:
     if aws is not None:
         return aws, EXIT_USAGE
     if isinstance(exc, OSError):  # the data directory, mostly: not a directory, no permission
-        where = f": {exc.filename}" if exc.filename else ""
         problem = exc.strerror or type(exc).__qualname__
-        return f"{problem}{where}; check that path and its permissions", EXIT_FAILED
+        if exc.filename:
+            return f"{problem}: {exc.filename}; check that path and its permissions", EXIT_FAILED
+        return f"{problem}; check the data directory and the network, then retry", EXIT_FAILED
     return (
         f"internal error ({type(exc).__qualname__}); run again with --debug for details",
         EXIT_INTERNAL,

@@ -37,7 +37,8 @@ def test_keys_create_list_revoke(tmp_path: Path) -> None:
 def test_serve_refuses_network_bind_without_a_key(tmp_path: Path) -> None:
     refused = prme(tmp_path, "serve", "--host", "0.0.0.0", "--port", str(free_port()))  # noqa: S104
     assert refused.returncode == 2
-    assert "refusing to bind" in refused.stderr
+    assert refused.stderr.startswith("prme: error: refusing to bind 0.0.0.0: no API key exists")
+    assert len(refused.stderr.splitlines()) == 1
 
 
 @pytest.mark.slow
