@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 from fastapi import FastAPI, Path, Query
@@ -15,8 +14,6 @@ from prme.http.schemas import (
     KeyResponse,
 )
 from prme.operations import ID_DESCRIPTIONS
-
-logger = logging.getLogger("prme.http.keys")
 
 KeyIdPath = Annotated[str, Path(min_length=1, max_length=64, description=ID_DESCRIPTIONS["key_id"])]
 UserFilter = Annotated[
@@ -34,8 +31,8 @@ def register(app: FastAPI, runtime: ApiRuntime) -> None:
         ends_keyless = caller.key_id is None and policy.keyless_open
         issued = credentials.create_key(caller, user_id=body.user_id, label=body.label)
         if ends_keyless:
+            # Closed now, not at the next keyless request; close_keyless logs that it ended.
             policy.close_keyless()
-            logger.warning("keyless access ended: an API key was created; requests need a key")
         listed = KeyResponse.of(issued.credential)
         return IssuedKeyResponse(
             **listed.model_dump(), secret=issued.secret, keyless_access_ended=ends_keyless
