@@ -139,8 +139,14 @@ ROUTES: dict[tuple[str, str], Case] = {
     ),
 }
 
-# Routes that act for no owner.
-OWNERLESS_ROUTES = {("GET", "/health")}
+# Routes that act for no owner: health, and the operator-only key routes, which refuse every
+# owner key (tests/api/test_key_routes.py holds them to that, and to their tenant).
+OWNERLESS_ROUTES = {
+    ("GET", "/health"),
+    ("POST", "/v1/keys"),
+    ("GET", "/v1/keys"),
+    ("DELETE", "/v1/keys/{key_id}"),
+}
 
 TOOLS: dict[str, Case] = {
     "memory_store": Case("body", lambda _: {"content": "Alice likes tea"}),
