@@ -66,6 +66,17 @@ def test_the_default_set_is_what_the_table_declares(backend: EmbeddedBackend) ->
     assert listed(backend, "full") == DECLARED
 
 
+def test_listed_schemas_carry_no_titles_below_the_top(backend: EmbeddedBackend) -> None:
+    """Each argument's title only repeats its name, in every turn's tool list."""
+    server = build_mcp_server(backend.engine, lambda: ALICE, tools="full")
+    for tool in asyncio.run(server.list_tools()):
+        schema = tool.input_schema
+        assert schema["title"] == f"{tool.name}Arguments"
+        below = json.dumps({k: v for k, v in schema.items() if k != "title"})
+        assert '"title"' not in below, tool.name
+        assert all("description" in each for each in schema["properties"].values()), tool.name
+
+
 def test_a_default_tool_says_when_to_call_it() -> None:
     """The advice is the tool's note, said to agents only: the operation's description (the
     OpenAPI text for HTTP users) does not carry it."""

@@ -21,7 +21,13 @@ from uuid import UUID
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types import Tool as McpToolSchema
 from pydantic import BaseModel, Field, ValidationError
 
 from prme.engine.aliases import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
@@ -270,6 +276,14 @@ class PrmeMcpServer(MCPServer):
     # The tools this server lists; the others are not registered.
     offered: frozenset[str] = frozenset()
 
+    async def list_tools(self) -> list[McpToolSchema]:
+        # A model reads every listed schema on every turn: the SDK's per-argument titles
+        # ("Content" for content) repeat the names and cost about a tenth of the bytes.
+        return [
+            tool.model_copy(update={"input_schema": _untitled(tool.input_schema)})
+            for tool in await super().list_tools()
+        ]
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
@@ -292,6 +306,24 @@ class PrmeMcpServer(MCPServer):
                 )
                 return _error_result("invalid_request", 422, {"detail": detail})
             raise
+
+
+def _untitled(schema: Any, *, top: bool = True) -> Any:
+    """A JSON schema without the titles below its top level (the names of properties and
+    definitions are kept, a property called "title" included)."""
+    if isinstance(schema, list):
+        return [_untitled(item, top=False) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and not top and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub, top=False) for name, sub in value.items()}
+        else:
+            out[key] = _untitled(value, top=False)
+    return out
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
