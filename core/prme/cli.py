@@ -90,6 +90,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             max_body_bytes=settings.max_body_bytes,
             max_response_bytes=settings.max_response_bytes,
             request_budget_ms=settings.request_budget_ms,
+            mcp_tools=settings.mcp_tools,
         )
     )
     base = f"http://{args.host}:{args.port}"
@@ -324,7 +325,11 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     principal = Principal.owner(settings.tenant_id, user_id)
     try:
         build_mcp_server(
-            backend.engine, lambda: principal, max_response_bytes=settings.max_response_bytes
+            backend.engine,
+            lambda: principal,
+            max_response_bytes=settings.max_response_bytes,
+            tools=settings.mcp_tools,
+            transport="stdio",
         ).run("stdio")
         return 0
     finally:

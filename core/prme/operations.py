@@ -125,13 +125,20 @@ class HttpRoute:
     idempotency_key: bool = False
 
 
+# Which MCP tools a server lists: the small set a model needs (`default`), or every tool.
+McpToolSet = Literal["default", "full"]
+
+
 @dataclass(frozen=True)
 class McpTool:
     name: str
     read_only: bool
     destructive: bool = False
-    # Said once after the descriptions of the operations the tool serves.
+    # Said once after the descriptions of the operations the tool serves: advice for an agent
+    # (when to call it), which HTTP callers do not need.
     note: str = ""
+    # Listed in the default tool set: every tool's schema is sent to the model on every turn.
+    default: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,7 +197,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "(the immutable source), node_id (the memory) and processing_status (completed when the "
         "memory is searchable).",
         http=HttpRoute("POST", "/v1/store", Errors.WRITE, idempotency_key=True),
-        mcp=McpTool("memory_store", read_only=False),
+        mcp=McpTool(
+            "memory_store",
+            read_only=False,
+            default=True,
+            note="Call it for one exact fact the user states that must be kept word for word "
+            "(a name, a number, a date, a preference, a decision). To remember a whole message, "
+            "call memory_ingest instead.",
+        ),
         request=schemas.StoreRequest,
         response=schemas.StoreResponse,
         engine_input=inputs.StoreInput,
@@ -202,7 +216,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "Keep a message and extract memories from it",
         "Keep a message verbatim and derive grounded facts, entities and quantities from it.",
         http=HttpRoute("POST", "/v1/ingest", Errors.WRITE, idempotency_key=True),
-        mcp=McpTool("memory_ingest", read_only=False),
+        mcp=McpTool(
+            "memory_ingest",
+            read_only=False,
+            default=True,
+            note="Call it with a whole user message (or a tool result) worth remembering: "
+            "the facts are extracted from it for you. For one exact fact to keep verbatim, "
+            "call memory_store instead.",
+        ),
         request=schemas.IngestRequest,
         response=schemas.IngestResponse,
         engine_input=inputs.IngestInput,
@@ -239,9 +260,14 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp=McpTool(
             "memory_retrieve",
             read_only=True,
-            note="With include_context (the default) the result holds `context`, "
-            "`context_references` and `value_bindings`; convert tool arguments with "
-            "memory_resolve_tool_arguments.",
+            default=True,
+            note="Call it before answering anything that may depend on what the user said or "
+            "did before (their preferences, plans, people, past events), and answer from the "
+            "context it returns. The text result is that context, its references (m1 -> node "
+            "id) and any value bindings; the structured result holds `context`, "
+            "`context_references`, `value_bindings`, the ranked results and metrics.request_id. "
+            "To pass a value binding to another tool, convert the arguments with "
+            "memory_resolve_tool_arguments (full tool set).",
         ),
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
@@ -367,7 +393,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "Replace a memory with a newer one",
         "Mark a memory as replaced by a newer one (store the correction first).",
         http=HttpRoute("POST", "/v1/supersedences", Errors.READ, _MOVE_CONFLICT),
-        mcp=McpTool("memory_supersede", read_only=False),
+        mcp=McpTool(
+            "memory_supersede",
+            read_only=False,
+            default=True,
+            note="Call it when the user corrects or updates something remembered: store the "
+            "new fact first, then supersede the old memory's node id (from the retrieval's "
+            "references) with the new one.",
+        ),
         request=schemas.SupersedenceRequest,
         response=list[schemas.NodeResponse],
     ),

@@ -293,7 +293,7 @@ def test_no_route_lets_an_owner_key_reach_another_owner(api: Api) -> None:
 
 def call_tool(engine: MemoryEngine, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One MCP tool call as alice's owner key, through the SDK server's own dispatch."""
-    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"))
+    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"), tools="full")
 
     async def main() -> dict[str, Any]:
         result = await server.call_tool(name, arguments)
@@ -305,7 +305,7 @@ def call_tool(engine: MemoryEngine, name: str, arguments: dict[str, Any]) -> dic
 
 
 def tool_names(engine: MemoryEngine) -> set[str]:
-    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"))
+    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"), tools="full")
     return {tool.name for tool in anyio.run(server.list_tools)}
 
 

@@ -87,7 +87,11 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_keys.register(app, runtime)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
-        engine, runtime.credentials, runtime.auth, max_response_bytes=runtime.max_response_bytes
+        engine,
+        runtime.credentials,
+        runtime.auth,
+        max_response_bytes=runtime.max_response_bytes,
+        tools=runtime.mcp_tools,
     )
     app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     return app
