@@ -35,7 +35,8 @@ def install_docs_pages(app: FastAPI) -> None:
         # root_path: behind API Gateway's stage prefix the pages must ask for prefixed URLs.
         return f"{request.scope.get('root_path', '')}{ASSETS_URL}/{name}"
 
-    @app.get("/docs", include_in_schema=False)
+    # Plain routes, as FastAPI adds its own pages: not API operations, so not in the schema
+    # and outside the table of operations.
     def swagger_ui(request: Request) -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url=f"{request.scope.get('root_path', '')}{openapi_url}",
@@ -45,7 +46,6 @@ def install_docs_pages(app: FastAPI) -> None:
             swagger_favicon_url=asset(request, FAVICON),
         )
 
-    @app.get("/redoc", include_in_schema=False)
     def redoc(request: Request) -> HTMLResponse:
         return get_redoc_html(
             openapi_url=f"{request.scope.get('root_path', '')}{openapi_url}",
@@ -54,3 +54,6 @@ def install_docs_pages(app: FastAPI) -> None:
             redoc_favicon_url=asset(request, FAVICON),
             with_google_fonts=False,
         )
+
+    app.add_route("/docs", swagger_ui, include_in_schema=False)
+    app.add_route("/redoc", redoc, include_in_schema=False)
