@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV := $(BIN)/uv
 PYTEST_ARGS ?=
+# `make run HOST=0.0.0.0 PORT=8800 LOG_LEVEL=debug` (a non-loopback HOST needs an API key first).
+HOST ?= 127.0.0.1
+PORT ?= 8765
+LOG_LEVEL ?= info
 
 .PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package check-template walk-deployment
 
@@ -46,7 +50,7 @@ $(CHECKOV_STAMP): requirements/checkov-lock.txt $(STAMP)
 	touch $(CHECKOV_STAMP)
 
 run: $(RUN_STAMP)  ## serve the HTTP API on the embedded default (./memory, 127.0.0.1:8765)
-	$(RUN_VENV)/bin/prme serve
+	$(RUN_VENV)/bin/prme serve --host $(HOST) --port $(PORT) --log-level $(LOG_LEVEL)
 
 lint: install
 	$(BIN)/ruff check .

@@ -37,6 +37,7 @@ class Capability(StrEnum):
     FEEDBACK = "feedback"
     ALIASES = "aliases"
     QUANTITIES = "quantities"
+    KEYS = "keys"
     OPERATOR = "operator"
 
 
@@ -48,6 +49,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.FEEDBACK: "Relevance judgments and answer citations against saved retrievals.",
     Capability.ALIASES: "Alias proposals between entity memories, their review and the links.",
     Capability.QUANTITIES: "Exact totals of extracted amounts and counts, per unit.",
+    Capability.KEYS: "API keys of a tenant's users, managed by the tenant's operator keys.",
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
 }
 
@@ -57,7 +59,8 @@ class Caller(StrEnum):
 
     # Any authenticated key, acting for its own owner (or, as an operator key, for a user_id).
     OWNER = "owner"
-    # Deployment and workers only: tenant-wide passes no owner key may start.
+    # Operators only: tenant-wide passes run by deployments and workers, and the tenant's key
+    # management (served over HTTP to operator keys; an owner key is refused with 403).
     OPERATOR = "operator"
 
 
@@ -102,6 +105,7 @@ ID_DESCRIPTIONS: Mapping[str, str] = {
     "feedback_id": "A relevance judgment's UUID",
     "citation_id": "An answer-citation record's UUID",
     "proposal_operation_id": "An alias proposal's id, as listed",
+    "key_id": "An API key's id, as listed (not its secret)",
 }
 
 IDEMPOTENCY_KEY_DESCRIPTION = (
@@ -112,7 +116,7 @@ IDEMPOTENCY_KEY_DESCRIPTION = (
 
 @dataclass(frozen=True)
 class HttpRoute:
-    method: Literal["GET", "POST", "PUT"]
+    method: Literal["GET", "POST", "PUT", "DELETE"]
     path: str
     errors: Errors = Errors.BASE
     # Statuses this route adds to its error set, with what each means here.
@@ -147,6 +151,8 @@ class Operation:
     mcp: McpTool | None = None
     # Whether `MemoryClient` has a method of this name.
     client: bool = True
+    # What serves it: the engine (`MemoryEngine`), or the key service (`CredentialService`).
+    served_by: Literal["engine", "credentials"] = "engine"
     shape: Shape = Shape.ADAPTER
 
     @property
@@ -555,6 +561,45 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp=_AGGREGATE_TOOL,
         request=judgment_schemas.QuantityQuestionRequest,
         response=quantities.QuantityQuestionAnswer,
+    ),
+    # -- keys: a tenant's operator provisions its users' keys --
+    Operation(
+        "create_key",
+        Capability.KEYS,
+        "Create an owner key",
+        "Create an API key that acts for one user of the operator's tenant. The secret is in "
+        "this response only. On a keyless local server, the first key ends keyless access and "
+        "the response says so.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("POST", "/v1/keys"),
+        request=schemas.KeyRequest,
+        response=schemas.IssuedKeyResponse,
+        client=False,
+        served_by="credentials",
+    ),
+    Operation(
+        "list_keys",
+        Capability.KEYS,
+        "List the tenant's keys",
+        "Every API key of the operator's tenant, active and revoked, without secrets; "
+        "user_id narrows it to one user's keys.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("GET", "/v1/keys"),
+        response=schemas.KeyListResponse,
+        client=False,
+        served_by="credentials",
+    ),
+    Operation(
+        "revoke_key",
+        Capability.KEYS,
+        "Revoke an owner key",
+        "Revoke one owner key of the operator's tenant; it authenticates nothing from then on. "
+        "Operator keys are revoked with the prme CLI on the server.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("DELETE", "/v1/keys/{key_id}", Errors.READ),
+        response=schemas.KeyResponse,
+        client=False,
+        served_by="credentials",
     ),
     # -- operator: tenant-wide passes for deployments and workers --
     Operation(

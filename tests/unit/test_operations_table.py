@@ -22,6 +22,7 @@ import prme.operations
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.client import MemoryClient
 from prme.embedding.hashing import HashingEmbedder
+from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
 from prme.http.app import create_app
@@ -79,8 +80,9 @@ def test_operation_names_are_unique_and_say_what_they_do() -> None:
         assert op.summary and not op.summary.endswith("."), op.name
         assert op.description.endswith("."), op.name
         if op.caller is Caller.OPERATOR:
-            # Tenant-wide passes are never served to an owner's key.
-            assert op.http is None and op.mcp is None, op.name
+            # Operator work is never offered to a model; its HTTP routes refuse owner keys
+            # (tests/api/test_key_routes.py).
+            assert op.mcp is None, op.name
 
 
 def test_the_http_routes_are_the_tables(app: FastAPI) -> None:
@@ -186,8 +188,11 @@ def test_the_engine_has_one_method_per_operation() -> None:
         for name, member in inspect.getmembers(MemoryEngine, inspect.isfunction)
         if not name.startswith("_")
     }
-    declared = {op.engine_method for op in OPERATIONS}
+    declared = {op.engine_method for op in OPERATIONS if op.served_by == "engine"}
     assert methods == declared
+    for op in OPERATIONS:
+        if op.served_by == "credentials":
+            assert callable(getattr(CredentialService, op.name, None)), op.name
 
 
 def test_the_client_docstrings_say_what_an_omitted_user_id_means_there() -> None:
