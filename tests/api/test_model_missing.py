@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from prme import MemoryClient
 from prme.backends.embedded.service import open_embedded
+from prme.cli import main
 from prme.embedding.minilm import MODEL_PACKAGE_INSTALL, MiniLmEmbedder
 from prme.errors import EmbeddingModelMissingError
 from prme.http.app import create_app
@@ -68,3 +69,20 @@ def test_http_store_and_retrieve_answer_503_naming_the_fix_and_write_nothing(
         assert MODEL_PACKAGE_INSTALL in response.json()["detail"]
     # The store was refused before its source was committed: no work waits for a model.
     assert pending.json()["pending"] == 0
+
+
+@pytest.mark.usefixtures("no_model_package")
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["mcp"]])
+def test_cli_prints_one_line_naming_the_fix(
+    tmp_path: Path,
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("PRME_EMBEDDER", "minilm")
+    code = main(["--data-dir", str(tmp_path / "memory"), *command])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert MODEL_PACKAGE_INSTALL in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "memory").exists()
