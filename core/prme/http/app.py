@@ -27,6 +27,7 @@ from prme.http.dependencies import (
     key_text,
     served,
 )
+from prme.http.docs_pages import install_docs_pages
 from prme.http.errors import install_error_handlers
 from prme.http.judgment_schemas import ResolveToolArgumentsRequest
 from prme.http.request_log import RequestLogMiddleware
@@ -63,7 +64,11 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
             for capability in Capability
             if capability is not Capability.OPERATOR
         ],
+        # Replaced by install_docs_pages: FastAPI's pages fetch their scripts from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs_pages(app)
     app.state.runtime = runtime
     install_error_handlers(app)
     app.add_middleware(RequestDeadlineMiddleware, budget_ms=runtime.request_budget_ms)
