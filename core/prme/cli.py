@@ -1,21 +1,60 @@
-"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex."""
+"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex, search.
+
+Exit codes: 0 done; 1 the command ran and failed (a key id that does not exist, storage or
+the embedder unavailable); 2 the command line or a `PRME_*` setting is wrong, nothing was
+done; 70 an internal error (a bug: `--debug` shows its traceback); 130 interrupted; 141,
+silently, when the reader of its output went away (`| head`). Every failure is one line on
+stderr that says what is wrong and what to do."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
+
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from prme.composition import open_backend
 from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
-from prme.errors import PrmeError
+from prme.errors import (
+    BadRequestError,
+    EmbeddingUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    PrmeError,
+    StorageUnavailableError,
+    safe_message,
+)
 from prme.model.enums import CredentialRole
 from prme.model.records import OwnerKey
-from prme.settings import Settings
+from prme.settings import ENV_PREFIX, Settings
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class UsageError(Exception):
+    """The command line or the settings cannot work; the message says what to change."""
+
+
+class CommandFailedError(Exception):
+    """The command ran and failed; the message says why and what to try."""
+
+
+# Commands that open the search index, which the aws backend finds at PRME_OPENSEARCH_URL.
+_OPENS_SEARCH_INDEX = {"serve", "worker", "reindex", "search", "mcp"}
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -26,13 +65,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     backend = open_backend(settings, args.data_dir)
     keyed = backend.credentials.any_active()
     if not is_loopback_name(args.host) and not keyed:
-        print(
-            f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
-            "network. Create one with `prme keys create --user-id NAME` or bind 127.0.0.1.",
-            file=sys.stderr,
-        )
         backend.close()
-        return 2
+        raise UsageError(
+            f"refusing to bind {args.host}: no API key exists, so the API would be open to the "
+            "network; create one with `prme keys create --user-id NAME` or bind 127.0.0.1"
+        )
     import uvicorn
 
     from prme.http.app import create_app
@@ -53,6 +90,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             max_body_bytes=settings.max_body_bytes,
             max_response_bytes=settings.max_response_bytes,
             request_budget_ms=settings.request_budget_ms,
+            mcp_tools=settings.mcp_tools,
         )
     )
     base = f"http://{args.host}:{args.port}"
@@ -76,13 +114,25 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     sys.stdout.flush()
     # JSON lines on stderr from a background thread; uvicorn's own loggers included, and no
     # access log of its own (the request middleware writes one line per request).
-    listener = start_json_logging(("prme", "uvicorn"))
-    logging.getLogger("uvicorn").setLevel(logging.WARNING)
+    level = logging.getLevelNamesMapping()[args.log_level.upper()]
+    listener = start_json_logging(("prme", "uvicorn"), level=level)
+    # uvicorn's own info lines repeat the banner above; its warnings and errors stay.
+    logging.getLogger("uvicorn").setLevel(max(level, logging.WARNING))
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    except SystemExit as exc:
+        # uvicorn exits by itself when it cannot start (a port in use, say), after logging why.
+        failed = exc.code not in (None, 0)
+    else:
+        failed = False
     finally:
         listener.stop()
         backend.close()
+    if failed:
+        raise CommandFailedError(
+            f"could not serve at {base} (the log line above says why); "
+            "choose another --port or --host"
+        )
     return 0
 
 
@@ -102,8 +152,9 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
 def _manage_keys(args: argparse.Namespace, settings: Settings, service: CredentialService) -> int:
     if args.keys_command == "create":
         if args.operator == (args.user_id is not None):
-            print("give exactly one of --user-id NAME or --operator", file=sys.stderr)
-            return 2
+            raise UsageError("give exactly one of --user-id NAME or --operator")
+        # Keyless local mode (embedded `prme serve` on loopback) lasts only while no key exists.
+        ends_keyless = settings.backend == "embedded" and not service.any_active()
         issued = service.create(
             tenant_id=settings.tenant_id,
             owner_id=args.user_id,
@@ -114,12 +165,23 @@ def _manage_keys(args: argparse.Namespace, settings: Settings, service: Credenti
         print(f"key_id: {c.key_id}\nrole: {c.role.value}\nuser_id: {c.owner_id or '-'}")
         print(f"api_key: {issued.secret}")
         print("Store the api_key now: only its hash is kept.", file=sys.stderr)
+        if ends_keyless:
+            print(
+                "note: this is the first active key: a keyless `prme serve` running on this data"
+                " directory now requires a key on every request, whatever its banner said.",
+                file=sys.stderr,
+            )
     elif args.keys_command == "list":
         for c in service.list(settings.tenant_id):
             state = "revoked" if c.revoked_at else "active"
             print(f"{c.key_id}  {c.role.value:8}  {c.owner_id or '-':20}  {state:7}  {c.label}")
     else:
-        revoked = service.revoke(args.key_id)
+        try:
+            revoked = service.revoke(args.key_id)
+        except NotFoundError:
+            raise CommandFailedError(
+                "no API key has that key_id; `prme keys list` shows them"
+            ) from None
         print(f"revoked {revoked.key_id}")
     return 0
 
@@ -129,6 +191,11 @@ def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
     needs none of it (the stack makes all three); it sets up the local AWS or a hand-made one."""
     from prme.backends.aws.service import bootstrap_from_settings, build_clients
 
+    if not settings.opensearch_url:
+        raise UsageError(
+            "bootstrap needs the AWS settings: set PRME_OPENSEARCH_URL and an AWS region and "
+            "credentials (or AWS_ENDPOINT_URL for the local AWS); see docs/aws-backend.md"
+        )
     bootstrap_from_settings(
         settings, build_clients(settings), dimension=settings.embedding_dimension, say=print
     )
@@ -157,8 +224,7 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
     from prme.engine.identity import validate_user_id
 
     if args.start_after is not None and not args.all_users:
-        print("--start-after goes with --all-users", file=sys.stderr)
-        return 2
+        raise UsageError("--start-after goes with --all-users")
     backend = open_backend(settings, args.data_dir)
     try:
         if not args.all_users:
@@ -220,6 +286,35 @@ def _reindex_tenant(engine: MemoryEngine, settings: Settings, start_after: str |
     return 0
 
 
+def _search(args: argparse.Namespace, settings: Settings) -> int:
+    """One retrieval for one owner: the packed context, then each result's context ref, node
+    id, score and type (or the whole response as JSON)."""
+    from prme.engine.identity import validate_user_id
+    from prme.model.inputs import RetrieveInput
+
+    given = {"query": args.query, "token_budget": args.token_budget, "limit": args.limit}
+    try:
+        request = RetrieveInput.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidRequestError.from_validation(exc) from None
+    owner = OwnerKey(tenant_id=settings.tenant_id, owner_id=validate_user_id(args.user_id))
+    backend = open_backend(settings, args.data_dir)
+    try:
+        response = backend.engine.retrieve(owner, request)
+    finally:
+        backend.close()
+    if args.json:
+        print(response.model_dump_json(indent=2))
+        return 0
+    print(response.bundle.context)
+    refs = {node_id: ref for ref, node_id in response.bundle.context_references.items()}
+    print(f"\n{len(response.results)} results (context ref, node id, score, type):")
+    for result in response.results:
+        ref = refs.get(result.node_id, "-")
+        print(f"{ref}  {result.node_id}  {result.score:.4f}  {result.node_type.value}")
+    return 0
+
+
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the MCP tools on stdin/stdout for one configured owner (nothing else on stdout)."""
     from prme.engine.identity import Principal, validate_user_id
@@ -230,43 +325,111 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     principal = Principal.owner(settings.tenant_id, user_id)
     try:
         build_mcp_server(
-            backend.engine, lambda: principal, max_response_bytes=settings.max_response_bytes
+            backend.engine,
+            lambda: principal,
+            max_response_bytes=settings.max_response_bytes,
+            tools=settings.mcp_tools,
+            transport="stdio",
         ).run("stdio")
         return 0
     finally:
         backend.close()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prme", description="PRME memory service")
-    parser.add_argument(
-        "--data-dir", type=Path, default=None, help="data directory (PRME_DATA_DIR)"
+def package_version() -> str:
+    try:
+        return metadata.version("prme-cloud")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends an option's default to its help, unless the help already names one or there
+    is nothing worth showing (an unset option or an off flag)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, "") or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _shared_options(*, top_level: bool) -> argparse.ArgumentParser:
+    """Options every command takes, before or after its name. Only the top level holds their
+    defaults: a subcommand's copy stays unset unless typed, so it never overwrites a value
+    typed before the subcommand."""
+    shared = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    shared.add_argument(
+        "--data-dir",
+        type=Path,
+        help="data directory of the embedded backend (default: $PRME_DATA_DIR, else ./memory)",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    shared.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of an internal error instead of one line",
+    )
+    if top_level:
+        shared.set_defaults(data_dir=None, debug=False)
+    return shared
 
-    serve = sub.add_parser("serve", help="serve the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--backend", choices=["embedded", "aws"], default=None, help="PRME_BACKEND")
 
-    keys = sub.add_parser("keys", help="manage API keys")
-    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
-    create = keys_sub.add_parser("create", help="create a key (the secret is printed once)")
+def build_parser() -> argparse.ArgumentParser:
+    formatter = _DefaultsHelp
+    shared = _shared_options(top_level=False)
+    parser = argparse.ArgumentParser(
+        prog="prme",
+        description="PRME memory service",
+        formatter_class=formatter,
+        parents=[_shared_options(top_level=True)],
+        epilog="Exit codes: 0 done, 1 failed, 2 bad command line or setting, 70 internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"prme {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(
+        parent: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str
+    ) -> argparse.ArgumentParser:
+        return parent.add_parser(
+            name, help=help, description=help, parents=[shared], formatter_class=formatter
+        )
+
+    serve = command(sub, "serve", "serve the HTTP API (and MCP at /mcp)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind")
+    serve.add_argument("--port", type=int, default=8765, help="port to bind")
+    serve.add_argument(
+        "--backend",
+        choices=["embedded", "aws"],
+        default=None,
+        help="backend (default: $PRME_BACKEND, else embedded)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="lowest level logged to stderr as JSON lines (info logs one line per request)",
+    )
+
+    keys = command(sub, "keys", "manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    create = command(keys_sub, "create", "create a key (the secret is printed once)")
     create.add_argument("--user-id", default=None, help="bind the key to this owner")
     create.add_argument("--operator", action="store_true", help="a tenant-wide operator key")
-    create.add_argument("--label", default="")
-    keys_sub.add_parser("list", help="list keys (never their secrets)")
-    revoke = keys_sub.add_parser("revoke", help="revoke a key")
-    revoke.add_argument("key_id")
+    create.add_argument("--label", default="", help="a note shown by `keys list`")
+    command(keys_sub, "list", "list keys (never their secrets)")
+    revoke = command(keys_sub, "revoke", "revoke a key")
+    revoke.add_argument("key_id", help="the key_id printed by `keys create` or `keys list`")
 
-    sub.add_parser("bootstrap", help="create the AWS table, queues and index (idempotent)")
+    command(sub, "bootstrap", "create the AWS table, queues and index (idempotent)")
 
-    worker = sub.add_parser("worker", help="run one pass over pending work")
-    worker.add_argument("--budget-ms", type=int, default=None)
+    worker = command(sub, "worker", "run one pass over pending work")
+    worker.add_argument(
+        "--budget-ms", type=int, default=None, help="stop starting new work after this long"
+    )
 
-    reindex = sub.add_parser(
+    reindex = command(
+        sub,
         "reindex",
-        help="re-embed one owner's records (after changing the embedder or vector settings)",
+        "re-embed one owner's records (after changing the embedder or vector settings)",
     )
     whom = reindex.add_mutually_exclusive_group(required=True)
     whom.add_argument("--user-id", help="the owner whose records to reindex")
@@ -282,25 +445,138 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --all-users: only owners whose id sorts after this one (to resume)",
     )
 
-    mcp = sub.add_parser("mcp", help="serve the MCP tools over stdio for one owner")
+    search = command(sub, "search", "retrieve one owner's memories for a query")
+    search.add_argument("query", help="what you need to know, in plain words")
+    search.add_argument("--user-id", default="default", help="the owner whose memories to search")
+    search.add_argument(
+        "--token-budget",
+        type=int,
+        default=None,
+        help="context size in tokens (default: the configured default_token_budget)",
+    )
+    search.add_argument("--limit", type=int, default=None, help="most results to return")
+    search.add_argument(
+        "--json", action="store_true", help="print the whole response (receipt included) as JSON"
+    )
+
+    mcp = command(sub, "mcp", "serve the MCP tools over stdio for one owner")
     mcp.add_argument(
-        "--user-id", default=None, help="the owner the tools act for (PRME_MCP_USER_ID)"
+        "--user-id",
+        default=None,
+        help="the owner the tools act for (default: $PRME_MCP_USER_ID)",
     )
     return parser
 
 
+def settings_error_line(error: ValidationError) -> str:
+    """A settings validation failure as the environment variable to fix; never its value."""
+    first = error.errors(include_input=False, include_url=False)[0]
+    loc = [str(part) for part in first["loc"]]
+    # The engine's settings are read without their group's name (see prme.settings).
+    if loc[:1] == ["engine"] and len(loc) > 1:
+        loc = loc[1:]
+    name = ENV_PREFIX + "__".join(loc).upper()
+    return f"invalid setting {name}: {safe_message(first['msg'])}; fix that environment variable"
+
+
+def explain(exc: Exception) -> tuple[str, int]:
+    """The one line and exit code of a failure. A PRME error's detail is safe to show by
+    contract; of anything else only the type is named, since its message can quote provider
+    text or memory content."""
+    if isinstance(exc, UsageError):
+        return str(exc), EXIT_USAGE
+    if isinstance(exc, CommandFailedError):
+        return str(exc), EXIT_FAILED
+    if isinstance(exc, InvalidRequestError | BadRequestError):
+        return exc.detail, EXIT_USAGE
+    if isinstance(exc, EmbeddingUnavailableError):
+        return f"{exc.detail}; check PRME_EMBEDDER and its model, then retry", EXIT_FAILED
+    if isinstance(exc, StorageUnavailableError):
+        return f"{exc.detail}; check the storage is reachable, then retry", EXIT_FAILED
+    if isinstance(exc, PrmeError):
+        return exc.detail, EXIT_FAILED
+    aws = _aws_environment_problem(exc)
+    if aws is not None:
+        return aws, EXIT_USAGE
+    if isinstance(exc, OSError):  # the data directory, mostly: not a directory, no permission
+        problem = exc.strerror or type(exc).__qualname__
+        if exc.filename:
+            return f"{problem}: {exc.filename}; check that path and its permissions", EXIT_FAILED
+        return f"{problem}; check the data directory and the network, then retry", EXIT_FAILED
+    return (
+        f"internal error ({type(exc).__qualname__}); run again with --debug for details",
+        EXIT_INTERNAL,
+    )
+
+
+def _aws_environment_problem(exc: Exception) -> str | None:
+    """What to set when boto3 found no AWS region or credentials (it is imported only by the
+    aws backend and bootstrap, so another command never pays for importing it here)."""
+    if "botocore.exceptions" not in sys.modules:
+        return None
+    from botocore.exceptions import NoCredentialsError, NoRegionError
+
+    if isinstance(exc, NoRegionError | NoCredentialsError):
+        return (
+            "the aws backend needs an AWS region and credentials (AWS_REGION, AWS_ACCESS_KEY_ID"
+            " or a profile); see docs/aws-backend.md"
+        )
+    return None
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush finds no closed pipe."""
+    # Nothing to do when stdout is not a file (captured or replaced).
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+HANDLERS: dict[str, Handler] = {
+    "serve": _serve,
+    "keys": _keys,
+    "worker": _worker,
+    "bootstrap": _bootstrap,
+    "mcp": _mcp,
+    "reindex": _reindex,
+    "search": _search,
+}
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        raise UsageError(settings_error_line(exc)) from None
+    except SettingsError as exc:  # a value that is not even JSON where JSON is expected
+        raise UsageError(f"{safe_message(str(exc))}; fix that PRME_* variable") from None
+    backend = getattr(args, "backend", None) or settings.backend
+    if backend == "aws" and args.command in _OPENS_SEARCH_INDEX and not settings.opensearch_url:
+        raise UsageError(
+            "the aws backend needs PRME_OPENSEARCH_URL (the search endpoint); "
+            "see docs/aws-backend.md"
+        )
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    settings = Settings()
-    handlers = {
-        "serve": _serve,
-        "keys": _keys,
-        "worker": _worker,
-        "bootstrap": _bootstrap,
-        "mcp": _mcp,
-        "reindex": _reindex,
-    }
-    return handlers[args.command](args, settings)
+    try:
+        return HANDLERS[args.command](args, _settings(args))
+    except BrokenPipeError:
+        # Whoever read the output (`| head`) stopped reading: nothing is wrong, nothing to say.
+        _discard_stdout()
+        return EXIT_PIPE_CLOSED
+    except KeyboardInterrupt:
+        line, code = "interrupted", EXIT_INTERRUPTED
+    except Exception as exc:
+        expected = isinstance(exc, UsageError | CommandFailedError | PrmeError)
+        if args.debug and not expected:
+            raise
+        line, code = explain(exc)
+    print(f"prme: error: {line}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

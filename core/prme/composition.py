@@ -50,8 +50,11 @@ def build_embedder(settings: Settings) -> Embedder:
         from prme.embedding.hashing import HashingEmbedder
 
         return HashingEmbedder()
-    from prme.embedding.minilm import MiniLmEmbedder
+    from prme.embedding.minilm import MiniLmEmbedder, require_model_files
 
+    # Here, not on the first embed: a store would otherwise be refused only after its
+    # caller had set everything up, and a worker would keep deferring work that cannot run.
+    require_model_files()
     return MiniLmEmbedder(precision=settings.minilm_precision)
 
 

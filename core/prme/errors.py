@@ -172,6 +172,16 @@ class EmbeddingUnavailableError(PrmeError):
     default_detail = "Embedding model unavailable"
 
 
+class EmbeddingModelMissingError(PrmeError):
+    """The configured embedding model is not installed on this machine (HTTP 503).
+
+    A setup fault, not an outage: it is deliberately no `EmbeddingUnavailableError`, which
+    lets a store save its source as pending and a retrieval fall back to words. Retrying
+    cannot help, so the call fails before anything is written and the detail names the fix."""
+
+    default_detail = "The embedding model is not installed"
+
+
 class EmbeddingModelMismatchError(EmbeddingUnavailableError):
     """Vectors of another model (or dimension) were found where the query's model was expected."""
 
@@ -257,6 +267,7 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (IndexUnavailableError, 503),
     (SearchIndexMismatchError, 503),
     (EmbeddingUnavailableError, 503),
+    (EmbeddingModelMissingError, 503),
     (ProcessingIncompleteError, 503),
 ]
 

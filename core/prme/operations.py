@@ -37,6 +37,7 @@ class Capability(StrEnum):
     FEEDBACK = "feedback"
     ALIASES = "aliases"
     QUANTITIES = "quantities"
+    KEYS = "keys"
     OPERATOR = "operator"
 
 
@@ -48,6 +49,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.FEEDBACK: "Relevance judgments and answer citations against saved retrievals.",
     Capability.ALIASES: "Alias proposals between entity memories, their review and the links.",
     Capability.QUANTITIES: "Exact totals of extracted amounts and counts, per unit.",
+    Capability.KEYS: "API keys of a tenant's users, managed by the tenant's operator keys.",
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
 }
 
@@ -57,7 +59,8 @@ class Caller(StrEnum):
 
     # Any authenticated key, acting for its own owner (or, as an operator key, for a user_id).
     OWNER = "owner"
-    # Deployment and workers only: tenant-wide passes no owner key may start.
+    # Operators only: tenant-wide passes run by deployments and workers, and the tenant's key
+    # management (served over HTTP to operator keys; an owner key is refused with 403).
     OPERATOR = "operator"
 
 
@@ -102,6 +105,7 @@ ID_DESCRIPTIONS: Mapping[str, str] = {
     "feedback_id": "A relevance judgment's UUID",
     "citation_id": "An answer-citation record's UUID",
     "proposal_operation_id": "An alias proposal's id, as listed",
+    "key_id": "An API key's id, as listed (not its secret)",
 }
 
 IDEMPOTENCY_KEY_DESCRIPTION = (
@@ -121,13 +125,20 @@ class HttpRoute:
     idempotency_key: bool = False
 
 
+# Which MCP tools a server lists: the small set a model needs (`default`), or every tool.
+McpToolSet = Literal["default", "full"]
+
+
 @dataclass(frozen=True)
 class McpTool:
     name: str
     read_only: bool
     destructive: bool = False
-    # Said once after the descriptions of the operations the tool serves.
+    # Said once after the descriptions of the operations the tool serves: advice for an agent
+    # (when to call it), which HTTP callers do not need.
     note: str = ""
+    # Listed in the default tool set: every tool's schema is sent to the model on every turn.
+    default: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +158,8 @@ class Operation:
     mcp: McpTool | None = None
     # Whether `MemoryClient` has a method of this name.
     client: bool = True
+    # What serves it: the engine (`MemoryEngine`), or the key service (`CredentialService`).
+    served_by: Literal["engine", "credentials"] = "engine"
     shape: Shape = Shape.ADAPTER
 
     @property
@@ -184,7 +197,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "(the immutable source), node_id (the memory) and processing_status (completed when the "
         "memory is searchable).",
         http=HttpRoute("POST", "/v1/store", Errors.WRITE, idempotency_key=True),
-        mcp=McpTool("memory_store", read_only=False),
+        mcp=McpTool(
+            "memory_store",
+            read_only=False,
+            default=True,
+            note="Call it for one exact fact the user states that must be kept word for word "
+            "(a name, a number, a date, a preference, a decision). To remember a whole message, "
+            "call memory_ingest instead.",
+        ),
         request=schemas.StoreRequest,
         response=schemas.StoreResponse,
         engine_input=inputs.StoreInput,
@@ -196,7 +216,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "Keep a message and extract memories from it",
         "Keep a message verbatim and derive grounded facts, entities and quantities from it.",
         http=HttpRoute("POST", "/v1/ingest", Errors.WRITE, idempotency_key=True),
-        mcp=McpTool("memory_ingest", read_only=False),
+        mcp=McpTool(
+            "memory_ingest",
+            read_only=False,
+            default=True,
+            note="Call it with a whole user message (or a tool result) worth remembering: "
+            "the facts are extracted from it for you. For one exact fact to keep verbatim, "
+            "call memory_store instead.",
+        ),
         request=schemas.IngestRequest,
         response=schemas.IngestResponse,
         engine_input=inputs.IngestInput,
@@ -233,9 +260,14 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp=McpTool(
             "memory_retrieve",
             read_only=True,
-            note="With include_context (the default) the result holds `context`, "
-            "`context_references` and `value_bindings`; convert tool arguments with "
-            "memory_resolve_tool_arguments.",
+            default=True,
+            note="Call it before answering anything that may depend on what the user said or "
+            "did before (their preferences, plans, people, past events), and answer from the "
+            "context it returns. The text result is that context, its references (m1 -> node "
+            "id) and any value bindings; the structured result holds `context`, "
+            "`context_references`, `value_bindings`, the ranked results and metrics.request_id. "
+            "To pass a value binding to another tool, convert the arguments with "
+            "memory_resolve_tool_arguments (full tool set).",
         ),
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
@@ -277,10 +309,15 @@ OPERATIONS: tuple[Operation, ...] = (
         Capability.MEMORIES,
         "List memory nodes",
         "List the owner's memories a page at a time, in id order, with filters; superseded, "
-        "deprecated and archived ones only when asked. Call to browse or audit what is "
-        "stored (to answer a question, retrieve instead).",
+        "deprecated and archived ones only when asked.",
         http=HttpRoute("GET", "/v1/nodes"),
-        mcp=McpTool("memory_list", read_only=True),
+        mcp=McpTool(
+            "memory_list",
+            read_only=True,
+            default=True,
+            note="Call it when the user asks what is remembered about them, or to find the "
+            "memory they want forgotten. To answer a question, call memory_retrieve instead.",
+        ),
         request=None,
         response=schemas.NodePageResponse,
     ),
@@ -300,15 +337,21 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete one memory",
         "Delete a source event and the memories derived from it, from every read, retrieval "
         "and the search index; a journal record keeps the ids and counts, never the content. "
-        "Call when the user asks to forget something; a node's event is the first of its "
-        "evidence_refs. A repeated delete returns the same record.",
+        "A repeated delete returns the same record.",
         http=HttpRoute(
             "DELETE",
             "/v1/events/{event_id}",
             Errors.READ,
             {503: "The memory may be deleted from the ledger only: repeat the delete"},
         ),
-        mcp=McpTool("memory_forget", read_only=False, destructive=True),
+        mcp=McpTool(
+            "memory_forget",
+            read_only=False,
+            destructive=True,
+            default=True,
+            note="Call it only when the user asks to forget something. A memory's event_id is "
+            "the first of its evidence_refs (memory_list shows them).",
+        ),
         request=None,
         response=listings.MemoryDeletion,
         # Table-built like a read: engine.delete_memory(owner, event_id) on the path's id.
@@ -413,7 +456,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "Replace a memory with a newer one",
         "Mark a memory as replaced by a newer one (store the correction first).",
         http=HttpRoute("POST", "/v1/supersedences", Errors.READ, _MOVE_CONFLICT),
-        mcp=McpTool("memory_supersede", read_only=False),
+        mcp=McpTool(
+            "memory_supersede",
+            read_only=False,
+            default=True,
+            note="Call it when the user corrects or updates something remembered: store the "
+            "new fact first, then supersede the old memory's node id (from the retrieval's "
+            "references) with the new one.",
+        ),
         request=schemas.SupersedenceRequest,
         response=list[schemas.NodeResponse],
     ),
@@ -607,6 +657,45 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp=_AGGREGATE_TOOL,
         request=judgment_schemas.QuantityQuestionRequest,
         response=quantities.QuantityQuestionAnswer,
+    ),
+    # -- keys: a tenant's operator provisions its users' keys --
+    Operation(
+        "create_key",
+        Capability.KEYS,
+        "Create an owner key",
+        "Create an API key that acts for one user of the operator's tenant. The secret is in "
+        "this response only. On a keyless local server, the first key ends keyless access and "
+        "the response says so.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("POST", "/v1/keys"),
+        request=schemas.KeyRequest,
+        response=schemas.IssuedKeyResponse,
+        client=False,
+        served_by="credentials",
+    ),
+    Operation(
+        "list_keys",
+        Capability.KEYS,
+        "List the tenant's keys",
+        "Every API key of the operator's tenant, active and revoked, without secrets; "
+        "user_id narrows it to one user's keys.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("GET", "/v1/keys"),
+        response=schemas.KeyListResponse,
+        client=False,
+        served_by="credentials",
+    ),
+    Operation(
+        "revoke_key",
+        Capability.KEYS,
+        "Revoke an owner key",
+        "Revoke one owner key of the operator's tenant; it authenticates nothing from then on. "
+        "Operator keys are revoked with the prme CLI on the server.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("DELETE", "/v1/keys/{key_id}", Errors.READ),
+        response=schemas.KeyResponse,
+        client=False,
+        served_by="credentials",
     ),
     # -- operator: tenant-wide passes for deployments and workers --
     Operation(

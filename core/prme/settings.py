@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     tenant_id: str = Field(default="local", min_length=1, max_length=128)
     # The owner `prme mcp` (stdio) acts for: a local agent's memory belongs to one user.
     mcp_user_id: str = Field(default="default", min_length=1, max_length=256)
+    # The MCP tools listed to a model (stdio and /mcp): the few an agent needs, or every tool
+    # (processing, receipts, feedback, aliases, lifecycle). Each schema costs tokens per turn.
+    mcp_tools: Literal["default", "full"] = "default"
     embedder: EmbedderName = "minilm"
     # MiniLM's linear layers: int8 weights (faster, cosine about 0.99 to float32) or float32
     # (sentence-transformers' exact vectors). Another vector space: changing it needs a reindex

@@ -65,7 +65,9 @@ def _engine(client: MemoryClient) -> MemoryEngine:
 
 def _server(client: MemoryClient) -> PrmeMcpServer:
     return build_mcp_server(
-        _engine(client), lambda: Principal.operator("local", default_owner_id="default")
+        _engine(client),
+        lambda: Principal.operator("local", default_owner_id="default"),
+        tools="full",
     )
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +170,37 @@ def test_a_key_created_and_revoked_unseen_still_closes_keyless_access(
         backend.credentials.revoke(issued.credential.key_id)
         # Then keyless access is closed all the same
         assert client.post("/v1/store", json={"content": "x"}).status_code == 401
+
+
+class _Captured(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_the_server_logs_once_that_keyless_mode_ended(backend: EmbeddedBackend) -> None:
+    # The CLI's banner said no key exists; the log is where the operator learns otherwise.
+    captured = _Captured()
+    auth_log = logging.getLogger("prme.http.auth")
+    auth_log.addHandler(captured)
+    try:
+        with serve(backend) as client:
+            assert client.post("/v1/store", json={"content": "x"}).status_code == 200
+            assert captured.records == []
+            backend.credentials.create(
+                tenant_id="local", owner_id=None, role=CredentialRole.OPERATOR
+            )
+            for _ in range(2):
+                assert client.post("/v1/store", json={"content": "x"}).status_code == 401
+    finally:
+        auth_log.removeHandler(captured)
+    assert [(r.levelno, r.getMessage()) for r in captured.records] == [
+        (
+            logging.WARNING,
+            "Keyless local mode ended: an API key exists, so every request now needs one "
+            "(until restart)",
+        )
+    ]

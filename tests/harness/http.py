@@ -20,6 +20,7 @@ from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.model.enums import CredentialRole
+from prme.operations import McpToolSet
 from tests.harness.aws import aws_harness
 from tests.harness.engines import TOKEN_COUNTER
 
@@ -54,10 +55,11 @@ def bearer(secret: str) -> dict[str, str]:
 
 @contextmanager
 def api_app(
-    request: pytest.FixtureRequest, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path, *, mcp_tools: McpToolSet = "default"
 ) -> Iterator[tuple[FastAPI, CredentialService, dict[str, str]]]:
     """The real app over the backend `request.param` names ("embedded" or "aws"), with the
-    secrets of four keys: alice, bob, an operator and another tenant's alice ("other")."""
+    secrets of four keys: alice, bob, an operator and another tenant's alice ("other"), and
+    `mcp_tools` listed at /mcp."""
     close: Callable[[], None] | None = None
     if request.param == "embedded":
         backend = open_embedded(
@@ -83,7 +85,9 @@ def api_app(
     }
     try:
         yield (
-            create_app(ApiRuntime(engine=engine, credentials=creds, auth=AuthPolicy())),
+            create_app(
+                ApiRuntime(engine=engine, credentials=creds, auth=AuthPolicy(), mcp_tools=mcp_tools)
+            ),
             creds,
             keys,
         )

@@ -1,9 +1,10 @@
-"""The `prme` command: key management and the serve bind rule."""
+"""The `prme` command run as users run it: key management, serve (bind rule, logs, keyless
+mode ending), and clean one-line failures with documented exit codes."""
 
 from __future__ import annotations
 
 import json
-import os
+import socket
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness.cli import ROOT, free_port, prme
+from tests.harness.cli import free_port, prme, prme_env, run_prme
 
 
 @pytest.mark.slow
@@ -36,33 +37,47 @@ def test_keys_create_list_revoke(tmp_path: Path) -> None:
 def test_serve_refuses_network_bind_without_a_key(tmp_path: Path) -> None:
     refused = prme(tmp_path, "serve", "--host", "0.0.0.0", "--port", str(free_port()))  # noqa: S104
     assert refused.returncode == 2
-    assert "refusing to bind" in refused.stderr
+    assert refused.stderr.startswith("prme: error: refusing to bind 0.0.0.0: no API key exists")
+    assert len(refused.stderr.splitlines()) == 1
 
 
 @pytest.mark.slow
-def test_serve_on_loopback_answers_http(tmp_path: Path) -> None:
+@pytest.mark.parametrize("log_level", [None, "warning"])
+def test_serve_on_loopback_answers_http(tmp_path: Path, log_level: str | None) -> None:
     port = free_port()
-    env = {**os.environ, "PRME_EMBEDDER": "hashing", "PYTHONPATH": f"{ROOT / 'core'}"}
+    # Shared options after the subcommand, where users type them
+    levels = [] if log_level is None else ["--log-level", log_level]
+    command = ["serve", "--data-dir", str(tmp_path), "--port", str(port), *levels]
     with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "prme.cli",
-            "--data-dir",
-            str(tmp_path),
-            "serve",
-            "--port",
-            str(port),
-        ],
+        [sys.executable, "-m", "prme.cli", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=prme_env(),
     ) as proc:
-        _exercise_server(proc, f"http://127.0.0.1:{port}")
+        err = _exercise_server(proc, f"http://127.0.0.1:{port}", tmp_path)
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    store = [line for line in lines if line.get("route") == "/v1/store"]
+    if log_level is None:
+        # At the default level (info), one JSON line per request, without content
+        assert len(store) == 2, err
+        assert (store[0]["status"], store[0]["tenant_id"], store[0]["role"]) == (
+            200,
+            "local",
+            "operator",
+        )
+        assert store[1]["status"] == 401
+    else:
+        assert store == [], err
+    # The server says when the first key ends keyless mode, at either level
+    ended = [line for line in lines if line["message"].startswith("Keyless local mode ended")]
+    assert len(ended) == 1, err
+    assert ended[0]["level"] == "WARNING"
 
 
-def _exercise_server(proc: subprocess.Popen[str], base: str) -> None:
+def _exercise_server(proc: subprocess.Popen[str], base: str, data_dir: Path) -> str:
+    """Store keylessly, create the first key from the CLI, see keyless calls refused; the
+    server's stderr (its log) once it has stopped."""
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -76,21 +91,59 @@ def _exercise_server(proc: subprocess.Popen[str], base: str) -> None:
         ).json()
         assert stored["processing_status"] == "completed"
         assert httpx.get(f"{base}/openapi.json").status_code == 200
+        created = prme(data_dir, "keys", "create", "--user-id", "alice")
+        assert created.returncode == 0, created.stderr
+        assert "keyless `prme serve` running on this data directory now requires a key" in (
+            created.stderr
+        )
+        refused = httpx.post(f"{base}/v1/store", json={"content": "x", "user_id": "alice"})
+        assert refused.status_code == 401
         assert proc.poll() is None
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=10)
     assert "curl" in out  # serve prints how to call it
-    # Its log is JSON lines on stderr, one per request, flushed at shutdown, without content
-    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    store = [line for line in lines if line.get("route") == "/v1/store"]
-    assert len(store) == 1, err
-    assert (store[0]["status"], store[0]["tenant_id"], store[0]["role"]) == (
-        200,
-        "local",
-        "operator",
-    )
     assert "verbatim" not in err
+    return err
+
+
+@pytest.mark.slow
+def test_expected_failures_are_one_line_and_a_documented_exit_code(tmp_path: Path) -> None:
+    # The real entry point, for one runtime failure and one bad setting (tests/unit/test_cli.py
+    # has every case in-process)
+    failures = [
+        (
+            ["--data-dir", str(tmp_path), "keys", "revoke", "nope"],
+            {},
+            1,
+            "prme: error: no API key has that key_id; `prme keys list` shows them\n",
+        ),
+        (
+            ["keys", "list", "--data-dir", str(tmp_path)],
+            {"PRME_EMBEDDER": "word2vec-secret-value"},
+            2,
+            "prme: error: invalid setting PRME_EMBEDDER: Input should be 'minilm', 'hashing' or"
+            " 'bedrock'; fix that environment variable\n",
+        ),
+    ]
+    for argv, env, code, line in failures:
+        done = run_prme(*argv, env=env)
+        assert (done.returncode, done.stderr, done.stdout) == (code, line, ""), argv
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_in_use_fails_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = prme(tmp_path, "serve", "--port", str(port))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"prme: error: could not serve at http://127.0.0.1:{port} (the log line above says"
+        " why); choose another --port or --host"
+    )
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

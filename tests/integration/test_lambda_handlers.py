@@ -10,6 +10,7 @@ import pytest
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import NodeType, ProcessingStatus, WorkFailure
 from prme.model.inputs import StoreInput
+from prme.operations import OPERATIONS
 from tests.harness.lambda_events import (
     ALICE,
     Deployed,
@@ -69,15 +70,21 @@ def test_api_serves_mcp_from_the_same_function(deployed: Deployed) -> None:
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     status, reply = api_call("apigw_v2_mcp.json", key=deployed.alice_key, body=listing)
     assert status == 200
-    assert "memory_retrieve" in {tool["name"] for tool in reply["result"]["tools"]}
+    # As deployed (no PRME_MCP_TOOLS), the function lists the table's default tools.
+    default_tools = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
+    assert {tool["name"] for tool in reply["result"]["tools"]} == default_tools
     read = {
         "jsonrpc": "2.0",
         "id": 3,
         "method": "tools/call",
-        "params": {"name": "memory_get_event", "arguments": {"event_id": stored["event_id"]}},
+        "params": {"name": "memory_retrieve", "arguments": {"query": "Where did I move?"}},
     }
     status, reply = api_call("apigw_v2_mcp.json", key=deployed.alice_key, body=read)
-    assert reply["result"]["structuredContent"]["content"] == "I moved to Lisbon in May."
+    # The write is searchable at the index's next refresh (off on write, as deployed): the
+    # call is served, its text the model's rendering and its JSON the structured content.
+    found = reply["result"]["structuredContent"]
+    text = reply["result"]["content"][0]["text"]
+    assert text.endswith(f"request_id: {found['metrics']['request_id']}")
     status, reply = api_call("apigw_v2_mcp.json", key=None)
     assert status == 401
     assert reply["category"] == "unauthenticated"

@@ -22,6 +22,7 @@ import prme.operations
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.client import MemoryClient
 from prme.embedding.hashing import HashingEmbedder
+from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
 from prme.http.app import create_app
@@ -79,8 +80,9 @@ def test_operation_names_are_unique_and_say_what_they_do() -> None:
         assert op.summary and not op.summary.endswith("."), op.name
         assert op.description.endswith("."), op.name
         if op.caller is Caller.OPERATOR:
-            # Tenant-wide passes are never served to an owner's key.
-            assert op.http is None and op.mcp is None, op.name
+            # Operator work is never offered to a model; its HTTP routes refuse owner keys
+            # (tests/api/test_key_routes.py).
+            assert op.mcp is None, op.name
 
 
 def test_the_http_routes_are_the_tables(app: FastAPI) -> None:
@@ -122,7 +124,7 @@ def test_openapi_documents_every_operation(app: FastAPI) -> None:
 
 
 def test_the_mcp_tools_are_the_tables(backend: EmbeddedBackend) -> None:
-    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"), tools="full")
     tools = {tool.name: tool for tool in asyncio.run(server.list_tools())}
     declared = {op.mcp.name: op.mcp for op in OPERATIONS if op.mcp is not None}
     assert set(tools) == set(declared)
@@ -139,7 +141,7 @@ def test_each_tool_argument_schema_is_titled_by_its_tool(backend: EmbeddedBacken
     """The SDK titles an argument schema after the function it wraps; a tool built from the
     table is titled after its own name too, as the hand-written tools were, not after the
     shared builder (five tools once all published the title toolArguments)."""
-    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"), tools="full")
     for tool in asyncio.run(server.list_tools()):
         assert tool.input_schema["title"] == f"{tool.name}Arguments"
 
@@ -147,7 +149,7 @@ def test_each_tool_argument_schema_is_titled_by_its_tool(backend: EmbeddedBacken
 def test_every_tool_argument_is_described_like_its_model_field(backend: EmbeddedBackend) -> None:
     """A tool argument that is a field of the operation's request model carries the model's
     description: field descriptions are written once, on the model."""
-    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"), tools="full")
     tools = {tool.name: tool for tool in asyncio.run(server.list_tools())}
     for op in OPERATIONS:
         if op.mcp is None or op.request is None:
@@ -186,8 +188,11 @@ def test_the_engine_has_one_method_per_operation() -> None:
         for name, member in inspect.getmembers(MemoryEngine, inspect.isfunction)
         if not name.startswith("_")
     }
-    declared = {op.engine_method for op in OPERATIONS}
+    declared = {op.engine_method for op in OPERATIONS if op.served_by == "engine"}
     assert methods == declared
+    for op in OPERATIONS:
+        if op.served_by == "credentials":
+            assert callable(getattr(CredentialService, op.name, None)), op.name
 
 
 def test_the_client_docstrings_say_what_an_omitted_user_id_means_there() -> None:
@@ -214,7 +219,7 @@ def test_tool_descriptions_name_the_tools_and_fields_they_send_an_agent_to() -> 
 def test_a_path_id_is_described_alike_as_a_tool_argument(backend: EmbeddedBackend) -> None:
     """An id the route takes in its path is the same id when its tool takes it as an argument,
     so both surfaces show the table's one description of it."""
-    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"))
+    server = build_mcp_server(backend.engine, lambda: Principal.operator("local"), tools="full")
     tools = {tool.name: tool for tool in asyncio.run(server.list_tools())}
     for op in OPERATIONS:
         if op.mcp is None:
@@ -278,7 +283,7 @@ def test_a_new_read_operation_is_one_entry_and_one_engine_method(
     assert {"401", "403", "404", "422", "500", "503"} <= set(published["responses"])
 
     server = build_mcp_server(
-        engine, lambda: Principal.operator("local", default_owner_id="default")
+        engine, lambda: Principal.operator("local", default_owner_id="default"), tools="full"
     )
     tools = {tool.name for tool in asyncio.run(server.list_tools())}
     assert "memory_get_event_echo" in tools

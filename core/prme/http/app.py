@@ -12,7 +12,7 @@ from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.engine.work_dispatch import ProcessingReport
-from prme.http import routes_aliases, routes_manage, routes_quantities, table_routes
+from prme.http import routes_aliases, routes_keys, routes_manage, routes_quantities, table_routes
 from prme.http.auth import LoopbackOnlyMiddleware
 from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.deadlines import RequestDeadlineMiddleware
@@ -27,6 +27,7 @@ from prme.http.dependencies import (
     key_text,
     served,
 )
+from prme.http.docs_pages import install_docs_pages
 from prme.http.errors import install_error_handlers
 from prme.http.judgment_schemas import ResolveToolArgumentsRequest
 from prme.http.request_log import RequestLogMiddleware
@@ -63,7 +64,11 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
             for capability in Capability
             if capability is not Capability.OPERATOR
         ],
+        # Replaced by install_docs_pages: FastAPI's pages fetch their scripts from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs_pages(app)
     app.state.runtime = runtime
     install_error_handlers(app)
     app.add_middleware(RequestDeadlineMiddleware, budget_ms=runtime.request_budget_ms)
@@ -85,9 +90,14 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_aliases.register(app, engine)
     routes_manage.register(app, engine)
     routes_quantities.register(app, engine)
+    routes_keys.register(app, runtime)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
-        engine, runtime.credentials, runtime.auth, max_response_bytes=runtime.max_response_bytes
+        engine,
+        runtime.credentials,
+        runtime.auth,
+        max_response_bytes=runtime.max_response_bytes,
+        tools=runtime.mcp_tools,
     )
     app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -14,6 +15,8 @@ from prme.engine.credentials import CredentialService
 from prme.engine.identity import Principal
 from prme.errors import AuthenticationError, PermissionDeniedError, public_body, status_for
 from prme.http.request_log import note_caller
+
+logger = logging.getLogger(__name__)
 
 
 class AuthPolicy:
@@ -69,8 +72,14 @@ class AuthPolicy:
         return Principal.operator(self.open_tenant, default_owner_id=self.open_default_owner)
 
     def close_keyless(self) -> None:
-        # A plain store of False: concurrent requests can only agree on closing.
-        self._keyless_open = False
+        # A plain store of False: concurrent requests can only agree on closing (two of them
+        # racing here may both log the line below, which is harmless).
+        if self._keyless_open:
+            self._keyless_open = False
+            logger.warning(
+                "Keyless local mode ended: an API key exists, so every request now needs one "
+                "(until restart)"
+            )
 
 
 def is_loopback_name(host: str) -> bool:

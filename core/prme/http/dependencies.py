@@ -17,7 +17,7 @@ from prme.http.auth import AuthPolicy, authenticate
 from prme.http.schemas import USER_ID, AcceptedErrorResponse, ErrorResponse
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES
 from prme.operations import BY_NAME as OPERATIONS
-from prme.operations import ID_DESCRIPTIONS, IDEMPOTENCY_KEY_DESCRIPTION, Errors
+from prme.operations import ID_DESCRIPTIONS, IDEMPOTENCY_KEY_DESCRIPTION, Errors, McpToolSet
 from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 
@@ -35,6 +35,8 @@ class ApiRuntime:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     # Each request's time budget (PRME_REQUEST_BUDGET_MS); None leaves requests unbounded.
     request_budget_ms: int | None = None
+    # The MCP tools /mcp lists (PRME_MCP_TOOLS).
+    mcp_tools: McpToolSet = "default"
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

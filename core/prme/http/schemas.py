@@ -11,10 +11,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from prme.engine import manage
 from prme.engine.work_dispatch import ProcessingReport
 from prme.model.bindings import VisibleValueBinding
-from prme.model.enums import LifecycleState, NodeType, ProcessingStatus, Role, Scope
+from prme.model.enums import CredentialRole, LifecycleState, NodeType, ProcessingStatus, Role, Scope
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, EventPage, NodeFilter, NodePage
-from prme.model.records import Event, MemoryNode, WorkItem
+from prme.model.records import Credential, Event, MemoryNode, WorkItem
 from prme.retrieval.results import (
     ContextBundle,
     ResponseSizeLimit,
@@ -445,3 +445,57 @@ class EventPageResponse(BaseModel):
         return cls(
             items=[EventResponse.of(e) for e in page.items], next_after_id=page.next_after_id
         )
+
+
+class KeyRequest(BaseModel):
+    """POST /v1/keys: an owner key for one user of the operator's tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(
+        min_length=1, max_length=256, description="The user the new key acts for (only them)"
+    )
+    label: str = Field(
+        default="", max_length=200, description="A note for operators, e.g. which service holds it"
+    )
+
+
+class KeyResponse(BaseModel):
+    """An API key as listed: never its secret or its hash."""
+
+    key_id: str = Field(description="The key's id; its secret starts with prme_<key_id>_")
+    user_id: str | None = Field(description="The user an owner key acts for; null for operators")
+    role: CredentialRole = Field(description="owner (one user) or operator (the whole tenant)")
+    label: str = Field(description="The operator's note")
+    created_at: datetime = Field(description="When the key was created")
+    revoked_at: datetime | None = Field(description="When it was revoked; null while active")
+
+    @classmethod
+    def of(cls, credential: Credential) -> KeyResponse:
+        return cls(
+            key_id=credential.key_id,
+            user_id=credential.owner_id,
+            role=credential.role,
+            label=credential.label,
+            created_at=credential.created_at,
+            revoked_at=credential.revoked_at,
+        )
+
+
+class KeyListResponse(BaseModel):
+    """The keys of the operator's tenant."""
+
+    items: list[KeyResponse] = Field(description="Every key, active and revoked")
+
+
+class IssuedKeyResponse(KeyResponse):
+    """A new key with its secret, shown this once."""
+
+    secret: str = Field(
+        description="Send it as `Authorization: Bearer <secret>`; it is not stored and cannot "
+        "be shown again"
+    )
+    keyless_access_ended: bool = Field(
+        description="True when this key ended the server's keyless local mode: from now on "
+        "every request needs a key"
+    )

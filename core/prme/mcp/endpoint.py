@@ -10,6 +10,7 @@ from starlette.types import Receive, Scope, Send
 from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
 from prme.http.auth import AuthPolicy
+from prme.operations import McpToolSet
 
 if TYPE_CHECKING:
     from prme.mcp.http import McpHttpEndpoint
@@ -23,9 +24,11 @@ class LazyMcpEndpoint:
         auth: AuthPolicy,
         *,
         max_response_bytes: int,
+        tools: McpToolSet,
     ) -> None:
         self._args = (engine, credentials, auth)
         self._max_response_bytes = max_response_bytes
+        self._tools: McpToolSet = tools
         self._endpoint: McpHttpEndpoint | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -33,6 +36,6 @@ class LazyMcpEndpoint:
             from prme.mcp.http import McpHttpEndpoint
 
             self._endpoint = McpHttpEndpoint(
-                *self._args, max_response_bytes=self._max_response_bytes
+                *self._args, max_response_bytes=self._max_response_bytes, tools=self._tools
             )
         await self._endpoint(scope, receive, send)

@@ -23,6 +23,7 @@ from prme.engine.service import MemoryEngine
 from prme.errors import CATEGORY_BY_STATUS, PrmeError, public_body, status_for
 from prme.http.auth import AuthPolicy, authenticate
 from prme.mcp.server import build_mcp_server
+from prme.operations import McpToolSet
 
 _caller: ContextVar[Principal | None] = ContextVar("prme_mcp_caller", default=None)
 
@@ -44,9 +45,10 @@ class McpHttpEndpoint:
         auth: AuthPolicy,
         *,
         max_response_bytes: int,
+        tools: McpToolSet,
     ) -> None:
         self._server: MCPServer = build_mcp_server(
-            engine, _current_caller, max_response_bytes=max_response_bytes
+            engine, _current_caller, max_response_bytes=max_response_bytes, tools=tools
         )
         self._credentials = credentials
         self._auth = auth

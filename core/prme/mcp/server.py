@@ -2,8 +2,10 @@
 
 Every tool resolves its owner through the caller's principal (a configured owner on stdio,
 the bearer key on streamable HTTP), validates its arguments with the same input models as
-the routes, calls one engine method and returns JSON. Failures come back as tool errors whose
-structured content carries the HTTP category and status; no internal text is included.
+the routes, calls one engine method and returns JSON (memory_retrieve's text is the context a
+model reads). Failures come back as tool errors whose structured content carries the HTTP
+category and status; no internal text is included. A server lists the table's default tools
+or every tool.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from uuid import UUID
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types import Tool as McpToolSchema
 from pydantic import BaseModel, Field, ValidationError
 
 from prme.engine.aliases import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
@@ -29,7 +37,9 @@ from prme.engine.manage import MAX_PAGE as MAX_LIST_PAGE
 from prme.engine.service import MemoryEngine
 from prme.errors import (
     CATEGORY_BY_STATUS,
+    AuthenticationError,
     InvalidRequestError,
+    PermissionDeniedError,
     PrmeError,
     public_body,
     require_input_policy,
@@ -77,6 +87,7 @@ from prme.operations import (
     ID_DESCRIPTIONS,
     IDEMPOTENCY_KEY_DESCRIPTION,
     OPERATIONS,
+    McpToolSet,
     Operation,
     Shape,
     mcp_description,
@@ -87,12 +98,23 @@ from prme.retrieval.packing import ContextFormat
 from prme.retrieval.response_size import (
     DEFAULT_MAX_RESPONSE_BYTES,
     ResponseBudget,
+    carried_size,
+    json_fragment,
     record_text_bytes,
 )
 
 logger = logging.getLogger("prme.mcp")
 
 PrincipalSource = Callable[[], Principal]
+# How the server is reached: it decides what an authorization error tells the caller.
+McpTransport = Literal["http", "stdio"]
+
+DEFAULT_INSTRUCTIONS = """\
+PRME is long-term memory for this user. Keep what the user tells you with memory_store (one
+exact fact, verbatim) or memory_ingest (a whole message; facts are extracted). Before answering
+anything that may depend on earlier conversations, call memory_retrieve and answer from the
+context it returns. When the user corrects something, store the correction and supersede the
+old memory with memory_supersede."""
 
 INSTRUCTIONS = """\
 PRME is long-term memory for this user. Store what the user, tools and you learn with
@@ -128,6 +150,8 @@ def _error_result(category: str, status: int, body: dict[str, Any]) -> CallToolR
 
 
 def _ok(value: Any) -> CallToolResult:
+    if isinstance(value, CallToolResult):
+        return value
     if isinstance(value, BaseModel):
         data: Any = value.model_dump(mode="json")
     else:
@@ -139,38 +163,96 @@ def _ok(value: Any) -> CallToolResult:
     )
 
 
-# A result's field names, ids, enums, scores and times in both renderings of the tool's result
-# (structured, and the JSON text beside it, whose quotes are escaped once more), its context
-# reference and its value bindings' field names.
+# A result's field names, ids, enums, scores and times in the structured result, and its
+# reference line (or result line) and value bindings' kinds in the text beside it.
 _RETRIEVE_PER_RECORD_BYTES = 4_096
-# Metrics, the context's scalar fields, the JSON-RPC envelope and the Lambda envelope.
+# Metrics, the context's scalar fields, the text's headings, the JSON-RPC envelope and the
+# Lambda envelope.
 _RETRIEVE_FIXED_BYTES = 32 * 1024
+# The text content is a string in the JSON-RPC body, itself a string in Lambda's response.
+_TEXT_LEVEL = 2
 
 
 def retrieve_tool_budget(max_bytes: int, *, include_context: bool) -> ResponseBudget:
-    """The byte measure of a memory_retrieve result as sent: every field appears twice, as
-    structured content inside the JSON-RPC body (two encodings deep on Lambda) and inside the
-    text content's JSON string (three deep)."""
+    """The byte measure of a memory_retrieve result as sent: the structured content inside
+    the JSON-RPC body (two encodings deep on Lambda), and the text content (`retrieve_text`):
+    with the context, a record's context line and its value bindings; without it, the
+    record's content quoted on its result line."""
 
     def record_bytes(node: MemoryNode, context_format: ContextFormat, in_context: bool) -> int:
         shown = include_context and in_context
-        total = _RETRIEVE_PER_RECORD_BYTES
-        for level in (2, 3):
-            total += record_text_bytes(
-                node,
-                context_format,
-                level=level,
-                with_context=shown,
-                binding_copies=1 if shown else 0,
-                rendered_bindings=shown,
+        structured = record_text_bytes(
+            node,
+            context_format,
+            level=2,
+            with_context=shown,
+            binding_copies=1 if shown else 0,
+            rendered_bindings=shown,
+        )
+        return (
+            _RETRIEVE_PER_RECORD_BYTES
+            + structured
+            + _text_record_bytes(
+                node, context_format, include_context=include_context, in_context=in_context
             )
-        return total
+        )
 
     return ResponseBudget(
         max_bytes=max_bytes,
         record_bytes=record_bytes,
         fixed_bytes=_RETRIEVE_FIXED_BYTES,
         per_candidate_bytes=0,
+    )
+
+
+def _text_record_bytes(
+    node: MemoryNode, context_format: ContextFormat, *, include_context: bool, in_context: bool
+) -> int:
+    """A record's own text in `retrieve_text`, as carried in a Lambda response."""
+    if not include_context:
+        return carried_size(node.content, _TEXT_LEVEL + 1)
+    if not in_context:
+        return 0
+    # An auditable line is a JSON object inside the text: its strings are one encoding deeper.
+    line_level = _TEXT_LEVEL + 1 if context_format == "auditable" else _TEXT_LEVEL
+    line = sum(
+        carried_size(text, line_level)
+        for text in (node.content, node.speaker or "", node.session_id or "")
+    )
+    # The bindings' listing quotes presentations that the metadata's JSON holds.
+    return line + carried_size(json_fragment(node.metadata), _TEXT_LEVEL)
+
+
+def retrieve_text(out: dict[str, Any]) -> str:
+    """What a model reads of a memory_retrieve result: the packed context, its references and
+    any value bindings (or, without the context, one line per ranked result), then the
+    retrieval's id. Everything else is in the structured content."""
+    parts: list[str] = []
+    if "context" in out:
+        parts.append(out["context"] or "(no memories matched)")
+        references = out["context_references"]
+        if references:
+            parts.append(
+                "References:\n" + "\n".join(f"{ref} -> {node}" for ref, node in references.items())
+            )
+        if out["value_bindings_text"]:
+            parts.append(out["value_bindings_text"])
+    else:
+        lines = [
+            f"{r['node_id']}: {json.dumps(r['content'], ensure_ascii=False)}"
+            for r in out["results"]
+        ]
+        parts.append("\n".join(lines) or "(no memories matched)")
+    footer = f"request_id: {out['metrics']['request_id']}"
+    if "size_limit" in out:
+        footer += f"\n{out['size_limit']['omitted']} more ranked memories left out for size"
+    parts.append(footer)
+    return "\n\n".join(parts)
+
+
+def _retrieve_result(out: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=retrieve_text(out))], structured_content=out
     )
 
 
@@ -194,6 +276,17 @@ def _input_fields(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str
 
 class PrmeMcpServer(MCPServer):
     """MCPServer whose argument and unexpected failures are structured like every other error."""
+
+    # The tools this server lists; the others are not registered.
+    offered: frozenset[str] = frozenset()
+
+    async def list_tools(self) -> list[McpToolSchema]:
+        # A model reads every listed schema on every turn: the SDK's per-argument titles
+        # ("Content" for content) repeat the names and cost about a tenth of the bytes.
+        return [
+            tool.model_copy(update={"input_schema": _untitled(tool.input_schema)})
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -219,6 +312,24 @@ class PrmeMcpServer(MCPServer):
             raise
 
 
+def _untitled(schema: Any, *, top: bool = True) -> Any:
+    """A JSON schema without the titles below its top level (the names of properties and
+    definitions are kept, a property called "title" included)."""
+    if isinstance(schema, list):
+        return [_untitled(item, top=False) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and not top and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub, top=False) for name, sub in value.items()}
+        else:
+            out[key] = _untitled(value, top=False)
+    return out
+
+
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -233,8 +344,9 @@ def validated(model: type[_Model], fields: dict[str, Any] | None) -> _Model:
 class _Runner:
     """Resolves the owner for a call, runs it, and turns the outcome into a tool result."""
 
-    def __init__(self, principal: PrincipalSource) -> None:
+    def __init__(self, principal: PrincipalSource, transport: McpTransport) -> None:
         self._principal = principal
+        self._transport = transport
 
     def __call__(self, user_id: str | None, action: Callable[[OwnerKey], Any]) -> CallToolResult:
         return self.acting(user_id, lambda owner, _actor: action(owner))
@@ -252,7 +364,21 @@ class _Runner:
             if status >= 500:
                 logger.warning("tool failed: %s", type(exc).__name__, exc_info=exc.__cause__)
             category = CATEGORY_BY_STATUS.get(status, "internal")
-            return _error_result(category, status, public_body(exc))
+            return _error_result(category, status, self._public_body(exc))
+
+    def _public_body(self, error: PrmeError) -> dict[str, Any]:
+        """The error as the caller may see it; on stdio no API key is involved, so an access
+        error names the one owner the server was started for."""
+        if self._transport == "stdio" and isinstance(
+            error, PermissionDeniedError | AuthenticationError
+        ):
+            principal = self._principal()
+            return {
+                "detail": f"This stdio MCP server acts only for user_id {principal.owner_id!r} "
+                f"of tenant {principal.tenant_id!r} (set by --user-id or PRME_MCP_USER_ID): "
+                "omit user_id, or start the server for the other user"
+            }
+        return public_body(error)
 
 
 def _tool(
@@ -268,6 +394,8 @@ def _tool(
     )
 
     def register(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
+        if name not in server.offered:
+            return fn
         return server.tool(name=name, annotations=annotations, description=mcp_description(name))(
             fn
         )
@@ -298,20 +426,34 @@ def build_mcp_server(
     principal: PrincipalSource,
     *,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    tools: McpToolSet = "default",
+    transport: McpTransport = "http",
 ) -> PrmeMcpServer:
     """The PRME tools bound to one engine; `principal` says who is calling right now, and a
-    memory_retrieve result holds ranked records up to `max_response_bytes` as sent."""
+    memory_retrieve result holds ranked records up to `max_response_bytes` as sent. `tools`
+    picks the table's default tools or every tool."""
+    instructions = INSTRUCTIONS if tools == "full" else DEFAULT_INSTRUCTIONS
     with _root_logger_kept():
         server = PrmeMcpServer(
-            name="prme", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
+            name="prme", instructions=instructions, version="0.1.0", log_level="WARNING"
         )
-    run = _Runner(principal)
+    server.offered = offered_tools(tools)
+    run = _Runner(principal, transport)
     _memory_tools(server, engine, run, max_response_bytes)
     _lifecycle_tools(server, engine, run)
     _judgment_tools(server, engine, run)
     _table_tools(server, engine, run)
     _manage_tools(server, engine, run)
     return server
+
+
+def offered_tools(tools: McpToolSet) -> frozenset[str]:
+    """The names of the MCP tools a server lists."""
+    return frozenset(
+        op.mcp.name
+        for op in OPERATIONS
+        if op.mcp is not None and (tools == "full" or op.mcp.default)
+    )
 
 
 def _memory_tools(
@@ -403,7 +545,7 @@ def _memory_tools(
         filters = _input_fields(RetrievalFilters, locals())
         fields = _input_fields(RetrieveInput, {**locals(), "filters": filters or None})
 
-        def action(owner: OwnerKey) -> dict[str, Any]:
+        def action(owner: OwnerKey) -> CallToolResult:
             response = engine.retrieve(
                 owner,
                 validated(RetrieveInput, fields),
@@ -427,7 +569,7 @@ def _memory_tools(
                     b.model_dump(mode="json", exclude={"lookup"}) for b in bundle.value_bindings()
                 ]
                 out["value_bindings_text"] = bundle.render_value_bindings()
-            return out
+            return _retrieve_result(out)
 
         return run(user_id, action)
 

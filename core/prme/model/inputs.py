@@ -164,8 +164,8 @@ class StoreInput(SourceInput):
     )
     node_type: NodeType | None = Field(
         default=None,
-        description=f"Memory type (default {DEFAULT_NODE_TYPE.value}, or the deployment's "
-        "default_node_type setting)",
+        description=f"Memory type (default {DEFAULT_NODE_TYPE.value}, unless the engine is "
+        "configured with another default_node_type)",
     )
     epistemic_type: EpistemicType | None = Field(
         default=None, description="How certain it is: observed, asserted, inferred, ..."

@@ -1,0 +1,59 @@
+"""`/docs` (Swagger UI) and `/redoc` served with their scripts and styles from this server, so
+both pages work on a machine without internet access."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.staticfiles import StaticFiles
+from starlette.responses import HTMLResponse
+
+# FastAPI's own pages load their assets from a CDN; the fastapi-offline package ships the same
+# Swagger UI and ReDoc builds as files, which are all we take from it.
+ASSET_PACKAGE = "fastapi_offline"
+ASSETS_URL = "/docs-assets"
+SWAGGER_JS = "swagger-ui-bundle.js"
+SWAGGER_CSS = "swagger-ui.css"
+REDOC_JS = "redoc.standalone.js"
+FAVICON = "favicon.png"
+
+
+def asset_directory() -> Path:
+    return Path(str(files(ASSET_PACKAGE).joinpath("static")))
+
+
+def install_docs_pages(app: FastAPI) -> None:
+    """Mount the assets and add both pages. The app must be built with `docs_url=None` and
+    `redoc_url=None`, so FastAPI's CDN pages are not registered first."""
+    app.mount(ASSETS_URL, StaticFiles(directory=asset_directory()), name="docs-assets")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    def asset(request: Request, name: str) -> str:
+        # root_path: behind API Gateway's stage prefix the pages must ask for prefixed URLs.
+        return f"{request.scope.get('root_path', '')}{ASSETS_URL}/{name}"
+
+    # Plain routes, as FastAPI adds its own pages: not API operations, so not in the schema
+    # and outside the table of operations.
+    def swagger_ui(request: Request) -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=f"{request.scope.get('root_path', '')}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=asset(request, SWAGGER_JS),
+            swagger_css_url=asset(request, SWAGGER_CSS),
+            swagger_favicon_url=asset(request, FAVICON),
+        )
+
+    def redoc(request: Request) -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=f"{request.scope.get('root_path', '')}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=asset(request, REDOC_JS),
+            redoc_favicon_url=asset(request, FAVICON),
+            with_google_fonts=False,
+        )
+
+    app.add_route("/docs", swagger_ui, include_in_schema=False)
+    app.add_route("/redoc", redoc, include_in_schema=False)
