@@ -21,6 +21,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.engine.store import StoreResult
 from prme.engine.work_dispatch import ProcessingReport
 from prme.errors import InvalidRequestError, require_input_policy
+from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope
@@ -34,14 +35,6 @@ from prme.model.feedback import (
     ReplayReport,
 )
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
-from prme.model.listings import (
-    EventFilter,
-    EventPage,
-    MemoryDeletion,
-    NodeFilter,
-    NodePage,
-    OwnerStats,
-)
 from prme.model.quantities import (
     QuantityAggregation,
     QuantityAggregationQuery,
@@ -74,8 +67,8 @@ _Input = TypeVar(
     FastIngestInput,
     RelevanceInput,
     AnswerCitationInput,
-    NodeFilter,
-    EventFilter,
+    listings.NodeFilter,
+    listings.EventFilter,
 )
 
 
@@ -212,9 +205,9 @@ class MemoryClient:
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
-    ) -> NodePage:
+    ) -> listings.NodePage:
         """Pass the page's next_after_id as after_id until it is None."""
-        node_filter = _from_arguments(NodeFilter, locals())
+        node_filter = _from_arguments(listings.NodeFilter, locals())
         return self._engine.list_nodes(
             self._owner(user_id), node_filter, limit=limit, after_id=after_id
         )
@@ -230,19 +223,21 @@ class MemoryClient:
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
-    ) -> EventPage:
+    ) -> listings.EventPage:
         """Pass the page's next_after_id as after_id until it is None."""
-        event_filter = _from_arguments(EventFilter, locals())
+        event_filter = _from_arguments(listings.EventFilter, locals())
         return self._engine.list_events(
             self._owner(user_id), event_filter, limit=limit, after_id=after_id
         )
 
     @_operation("delete_memory")
-    def delete_memory(self, event_id: str, *, user_id: str | None = None) -> MemoryDeletion:
+    def delete_memory(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> listings.MemoryDeletion:
         return self._engine.delete_memory(self._owner(user_id), event_id)
 
     @_operation("get_stats")
-    def get_stats(self, *, user_id: str | None = None) -> OwnerStats:
+    def get_stats(self, *, user_id: str | None = None) -> listings.OwnerStats:
         return self._engine.get_stats(self._owner(user_id))
 
     @_operation("get_processing_status")

@@ -66,3 +66,20 @@ def test_a_store_becomes_retrievable_within_the_refresh_bound(deployed: Harness)
         return {hit.node_id for hit in bundle.results}
 
     assert stored.id in until_searchable(found, lambda ids: stored.id in ids)
+
+
+def test_a_deleted_memory_leaves_retrieval_within_the_refresh_bound(deployed: Harness) -> None:
+    """The delete also drops the node from this process's record of recent session writes,
+    which only the deployed setting keeps."""
+    h = deployed
+    stored = turns.say(h, "Our neighbour's dog is called Biscuit.", 0)
+
+    def found() -> set[str]:
+        bundle = h.engine.retrieve(ALICE, RetrieveInput(query="neighbour's dog name"))
+        return {hit.node_id for hit in bundle.results}
+
+    assert stored.id in until_searchable(found, lambda ids: stored.id in ids)
+    deletion = h.engine.delete_memory(ALICE, stored.evidence_refs[0])
+
+    assert stored.id in deletion.deleted_node_ids
+    assert stored.id not in until_searchable(found, lambda ids: stored.id not in ids)

@@ -27,6 +27,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport, reindex_owner
 from prme.engine.store import StoreResult
 from prme.engine.work_dispatch import ProcessingReport, SweepReport
 from prme.engine.work_refs import WorkRef
+from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
@@ -45,14 +46,6 @@ from prme.model.inputs import (
     IngestInput,
     RetrieveInput,
     StoreInput,
-)
-from prme.model.listings import (
-    EventFilter,
-    EventPage,
-    MemoryDeletion,
-    NodeFilter,
-    NodePage,
-    OwnerStats,
 )
 from prme.model.quantities import (
     QuantityAggregation,
@@ -131,31 +124,31 @@ class MemoryEngine:
     def list_nodes(
         self,
         owner: OwnerKey,
-        node_filter: NodeFilter | None = None,
+        node_filter: listings.NodeFilter | None = None,
         *,
         limit: int = manage.DEFAULT_PAGE,
         after_id: str | None = None,
-    ) -> NodePage:
+    ) -> listings.NodePage:
         return manage.list_nodes(
-            self.deps, owner, node_filter or NodeFilter(), limit=limit, after_id=after_id
+            self.deps, owner, node_filter or listings.NodeFilter(), limit=limit, after_id=after_id
         )
 
     def list_events(
         self,
         owner: OwnerKey,
-        event_filter: EventFilter | None = None,
+        event_filter: listings.EventFilter | None = None,
         *,
         limit: int = manage.DEFAULT_PAGE,
         after_id: str | None = None,
-    ) -> EventPage:
+    ) -> listings.EventPage:
         return manage.list_events(
-            self.deps, owner, event_filter or EventFilter(), limit=limit, after_id=after_id
+            self.deps, owner, event_filter or listings.EventFilter(), limit=limit, after_id=after_id
         )
 
-    def delete_memory(self, owner: OwnerKey, event_id: str) -> MemoryDeletion:
+    def delete_memory(self, owner: OwnerKey, event_id: str) -> listings.MemoryDeletion:
         return manage.delete_memory(self.deps, owner, event_id)
 
-    def get_stats(self, owner: OwnerKey) -> OwnerStats:
+    def get_stats(self, owner: OwnerKey) -> listings.OwnerStats:
         return manage.get_stats(self.deps, owner)
 
     def get_processing_status(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -39,8 +40,7 @@ def install_docs_pages(app: FastAPI) -> None:
     # and outside the table of operations.
     def swagger_ui(request: Request) -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=f"{request.scope.get('root_path', '')}{openapi_url}",
-            title=f"{app.title} - Swagger UI",
+            **_page(request, "Swagger UI"),
             swagger_js_url=asset(request, SWAGGER_JS),
             swagger_css_url=asset(request, SWAGGER_CSS),
             swagger_favicon_url=asset(request, FAVICON),
@@ -48,12 +48,15 @@ def install_docs_pages(app: FastAPI) -> None:
 
     def redoc(request: Request) -> HTMLResponse:
         return get_redoc_html(
-            openapi_url=f"{request.scope.get('root_path', '')}{openapi_url}",
-            title=f"{app.title} - ReDoc",
+            **_page(request, "ReDoc"),
             redoc_js_url=asset(request, REDOC_JS),
             redoc_favicon_url=asset(request, FAVICON),
             with_google_fonts=False,
         )
+
+    def _page(request: Request, viewer: str) -> dict[str, Any]:
+        prefix = request.scope.get("root_path", "")
+        return {"openapi_url": f"{prefix}{openapi_url}", "title": f"{app.title} - {viewer}"}
 
     app.add_route("/docs", swagger_ui, include_in_schema=False)
     app.add_route("/redoc", redoc, include_in_schema=False)

@@ -9,15 +9,19 @@ from typing import Annotated
 
 from fastapi import FastAPI, Query
 
-from prme.engine.identity import resolve_owner
+from prme.engine.identity import Principal, resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.http.dependencies import Caller, UserIdQuery, served
 from prme.http.schemas import EventListQuery, EventPageResponse, NodeListQuery, NodePageResponse
 from prme.model.listings import OwnerStats
+from prme.model.records import OwnerKey
 
 
-def _cursor(query: NodeListQuery | EventListQuery) -> str | None:
-    return str(query.after_id) if query.after_id is not None else None
+def _owner_and_cursor(
+    caller: Principal, query: NodeListQuery | EventListQuery
+) -> tuple[OwnerKey, str | None]:
+    cursor = str(query.after_id) if query.after_id is not None else None
+    return resolve_owner(caller, query.user_id), cursor
 
 
 def register(app: FastAPI, engine: MemoryEngine) -> None:
@@ -25,22 +29,14 @@ def register(app: FastAPI, engine: MemoryEngine) -> None:
 
     @served(app, "list_nodes")
     def list_nodes(caller: Caller, query: Annotated[NodeListQuery, Query()]) -> NodePageResponse:
-        page = engine.list_nodes(
-            resolve_owner(caller, query.user_id),
-            query.node_filter(),
-            limit=query.limit,
-            after_id=_cursor(query),
-        )
+        owner, cursor = _owner_and_cursor(caller, query)
+        page = engine.list_nodes(owner, query.node_filter(), limit=query.limit, after_id=cursor)
         return NodePageResponse.of(page)
 
     @served(app, "list_events")
     def list_events(caller: Caller, query: Annotated[EventListQuery, Query()]) -> EventPageResponse:
-        page = engine.list_events(
-            resolve_owner(caller, query.user_id),
-            query.event_filter(),
-            limit=query.limit,
-            after_id=_cursor(query),
-        )
+        owner, cursor = _owner_and_cursor(caller, query)
+        page = engine.list_events(owner, query.event_filter(), limit=query.limit, after_id=cursor)
         return EventPageResponse.of(page)
 
     @served(app, "get_stats")

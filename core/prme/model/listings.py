@@ -6,13 +6,9 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from prme.model.enums import LifecycleState, NodeType, Role, Scope
+from prme.model.enums import INACTIVE_LIFECYCLE_STATES, LifecycleState, NodeType, Role, Scope
 from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 
-# States that have left default retrieval: listed only when asked for.
-INACTIVE_STATES = frozenset(
-    {LifecycleState.SUPERSEDED, LifecycleState.DEPRECATED, LifecycleState.ARCHIVED}
-)
 MEMORY_DELETION_OPERATION = "memory_deletion"
 MEMORY_DELETION_PREFIX = "memory-deletion:"
 
@@ -32,7 +28,7 @@ class NodeFilter(BaseModel):
         if self.lifecycle_state is not None:
             if node.lifecycle_state is not self.lifecycle_state:
                 return False
-        elif not self.include_inactive and node.lifecycle_state in INACTIVE_STATES:
+        elif not self.include_inactive and node.lifecycle_state in INACTIVE_LIFECYCLE_STATES:
             return False
         return (
             (self.node_type is None or node.node_type is self.node_type)

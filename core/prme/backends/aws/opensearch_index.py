@@ -380,25 +380,9 @@ class OpenSearchIndex:
                 "routing": doc.tenant_id,
             }
             body.extend(({"index": action}, to_source(doc)))
-        try:
-            # `require_alias`: without it a write to a missing alias would create a plain
-            # index of that name with guessed mappings, which then blocks the real alias.
-            response = self._client.bulk(
-                body=body, refresh=self._refresh, require_alias=True, **self._deadline_params()
-            )
-        except OpenSearchException as exc:
-            raise IndexUnavailableError() from exc
-        # Read every item before failing: the caller retries the whole batch, which is safe
+        # Every item is read before failing: the caller retries the whole batch, which is safe
         # because an index op by id simply replaces what an earlier attempt wrote.
-        failed = [
-            item
-            for entry in response.get("items", [])
-            for item in entry.values()
-            if item.get("error") is not None
-        ]
-        if failed or response.get("errors"):
-            self._recheck_if_gone(item.get("error") for item in failed)
-            raise IndexUnavailableError()
+        self._bulk(body)
         if self._recent is not None:
             self._recent.add(documents)
 
@@ -417,24 +401,32 @@ class OpenSearchIndex:
             }
             for node_id in dict.fromkeys(node_ids)
         ]
+        # A document already gone (a retried delete) answers 404: that is the wanted state.
+        self._bulk(body, missing_is_done=True)
+        if self._recent is not None:
+            self._recent.forget(owner, node_ids)
+
+    def _bulk(self, body: list[dict[str, Any]], *, missing_is_done: bool = False) -> None:
+        """Send one bulk request; raise IndexUnavailableError unless every item succeeded (a
+        404, with `missing_is_done`, counts as done)."""
         try:
+            # `require_alias`: without it a write to a missing alias would create a plain
+            # index of that name with guessed mappings, which then blocks the real alias.
             response = self._client.bulk(
                 body=body, refresh=self._refresh, require_alias=True, **self._deadline_params()
             )
         except OpenSearchException as exc:
             raise IndexUnavailableError() from exc
-        # A document already gone (a retried delete) answers 404: that is the wanted state.
         failed = [
             item
             for entry in response.get("items", [])
             for item in entry.values()
-            if item.get("error") is not None and item.get("status") != HTTPStatus.NOT_FOUND
+            if item.get("error") is not None
+            and not (missing_is_done and item.get("status") == HTTPStatus.NOT_FOUND)
         ]
-        if failed:
+        if failed or (response.get("errors") and not missing_is_done):
             self._recheck_if_gone(item.get("error") for item in failed)
             raise IndexUnavailableError()
-        if self._recent is not None:
-            self._recent.forget(owner, node_ids)
 
     # -- reads -------------------------------------------------------------------------
 
