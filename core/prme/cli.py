@@ -1,4 +1,5 @@
-"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex, search.
+"""The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex, search,
+list, delete and count an owner's memories.
 
 Exit codes: 0 done; 1 the command ran and failed (a key id that does not exist, storage or
 the embedder unavailable); 2 the command line or a `PRME_*` setting is wrong, nothing was
@@ -14,6 +15,7 @@ import logging
 import os
 import shlex
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -33,8 +35,10 @@ from prme.errors import (
     StorageUnavailableError,
     safe_message,
 )
+from prme.http.schemas import EventListQuery, NodeListQuery
 from prme.model.enums import CredentialRole
-from prme.model.records import OwnerKey
+from prme.model.listings import EventPage, NodePage
+from prme.model.records import Event, MemoryNode, OwnerKey
 from prme.settings import ENV_PREFIX, Settings
 
 EXIT_FAILED = 1
@@ -54,7 +58,7 @@ class CommandFailedError(Exception):
 
 
 # Commands that open the search index, which the aws backend finds at PRME_OPENSEARCH_URL.
-_OPENS_SEARCH_INDEX = {"serve", "worker", "reindex", "search", "mcp"}
+_OPENS_SEARCH_INDEX = {"serve", "worker", "reindex", "search", "mcp", "list", "delete", "stats"}
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -315,6 +319,197 @@ def _search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+PREVIEW_CHARS = 80
+# Control, format (bidi overrides, zero-width), unassigned and line/paragraph separators:
+# memory content is untrusted, so none of it may reach a terminal raw.
+_INVISIBLE_CATEGORIES = ("C", "Zl", "Zp")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def visible(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """The first `limit` characters of untrusted text on one line, every control or format
+    character shown as an escape, never sent to the terminal."""
+    shown = []
+    for char in text[:limit]:
+        if char in _NAMED_ESCAPES:
+            shown.append(_NAMED_ESCAPES[char])
+        elif unicodedata.category(char).startswith(_INVISIBLE_CATEGORIES):
+            code = ord(char)
+            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            shown.append(char)
+    return "".join(shown) + ("..." if len(text) > limit else "")
+
+
+def _owner(args: argparse.Namespace, settings: Settings) -> OwnerKey:
+    from prme.engine.identity import validate_user_id
+
+    return OwnerKey(tenant_id=settings.tenant_id, owner_id=validate_user_id(args.user_id))
+
+
+def _list_query(args: argparse.Namespace) -> NodeListQuery | EventListQuery:
+    """The listing the options ask for, checked by the HTTP listing's own query model: the
+    same rules and messages as GET /v1/nodes and GET /v1/events."""
+    if args.events:
+        for flag, value in (
+            ("--node-type", args.node_type),
+            ("--state", args.state),
+            ("--scope", args.scope),
+            ("--include-inactive", args.include_inactive or None),
+        ):
+            if value is not None:
+                raise UsageError(f"{flag} lists nodes: drop it or drop --events")
+        given = {"session_id": args.session_id, "role": args.role}
+        given |= {"since": args.since, "until": args.until}
+        query_model: type[NodeListQuery | EventListQuery] = EventListQuery
+    else:
+        if args.role or args.since or args.until:
+            raise UsageError("--role, --since and --until filter events: add --events")
+        given = {
+            "node_type": args.node_type,
+            "lifecycle_state": args.state,
+            "scope": args.scope,
+            "session_id": args.session_id,
+            "include_inactive": args.include_inactive,
+        }
+        query_model = NodeListQuery
+    given |= {"limit": args.limit, "after_id": args.after}
+    try:
+        return query_model.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidRequestError.from_validation(exc) from None
+
+
+def _read_page(
+    engine: MemoryEngine,
+    owner: OwnerKey,
+    query: NodeListQuery | EventListQuery,
+    cursor: str | None,
+) -> tuple[list[MemoryNode] | list[Event], str | None]:
+    if isinstance(query, EventListQuery):
+        events = engine.list_events(owner, query.event_filter(), limit=query.limit, after_id=cursor)
+        return events.items, events.next_after_id
+    nodes = engine.list_nodes(owner, query.node_filter(), limit=query.limit, after_id=cursor)
+    return nodes.items, nodes.next_after_id
+
+
+def _list(args: argparse.Namespace, settings: Settings) -> int:
+    """One owner's memory nodes (or, with --events, source events) a page at a time: one line
+    per record, then the cursor of the next page; --all follows the cursors to the end."""
+    query = _list_query(args)
+    owner = _owner(args, settings)
+    cursor = str(query.after_id) if query.after_id is not None else None
+    records: list[MemoryNode | Event] = []
+    backend = open_backend(settings, args.data_dir)
+    try:
+        pages = 0
+        while True:
+            page, cursor = _read_page(backend.engine, owner, query, cursor)
+            pages += 1
+            records.extend(page)
+            if not args.json:
+                for record in page:
+                    print(_record_line(record))
+            if not args.all or cursor is None:
+                break
+            print(f"listed {len(records)} records in {pages} pages, continuing", file=sys.stderr)
+    finally:
+        backend.close()
+    if args.json:
+        print(_page_json(records, cursor, events=args.events))
+    elif cursor is not None:
+        print(f"next page: --after {cursor}")
+    return 0
+
+
+def _page_json(records: list[MemoryNode | Event], cursor: str | None, *, events: bool) -> str:
+    from prme.http.schemas import EventPageResponse, NodePageResponse
+
+    if events:
+        event_items = [r for r in records if isinstance(r, Event)]
+        page = EventPageResponse.of(EventPage(items=event_items, next_after_id=cursor))
+        return page.model_dump_json(indent=2)
+    node_items = [r for r in records if isinstance(r, MemoryNode)]
+    return NodePageResponse.of(NodePage(items=node_items, next_after_id=cursor)).model_dump_json(
+        indent=2
+    )
+
+
+def _record_line(record: MemoryNode | Event) -> str:
+    if isinstance(record, Event):
+        return _event_line(record)
+    return _node_line(record)
+
+
+def _node_line(node: MemoryNode) -> str:
+    moment = node.effective_time.isoformat(timespec="seconds")
+    state = node.lifecycle_state.value
+    return f"{node.id}  {node.node_type.value:10}  {state:10}  {moment}  {visible(node.content)}"
+
+
+def _event_line(event: Event) -> str:
+    moment = event.effective_time.isoformat(timespec="seconds")
+    return f"{event.id}  {event.role.value:11}  {moment}  {visible(event.content)}"
+
+
+def _delete(args: argparse.Namespace, settings: Settings) -> int:
+    """Delete one source event and the memories derived from it, after a confirmation."""
+    from uuid import UUID
+
+    from pydantic import TypeAdapter
+
+    try:
+        event_id = str(TypeAdapter(UUID).validate_python(args.event_id))
+    except ValidationError as exc:
+        raise InvalidRequestError.from_validation(exc, prefix=("event_id",)) from None
+    owner = _owner(args, settings)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("nothing deleted: add --yes to delete without a terminal to confirm")
+        answer = input(
+            f"Delete event {event_id} of user {visible(owner.owner_id)} and the memories "
+            "derived from it? [y/N] "
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            raise CommandFailedError("nothing deleted: not confirmed")
+    backend = open_backend(settings, args.data_dir)
+    try:
+        deletion = backend.engine.delete_memory(owner, event_id)
+    except NotFoundError:
+        raise CommandFailedError(
+            "no event of that user has this id; `prme list --events` shows them"
+        ) from None
+    finally:
+        backend.close()
+    print(
+        f"deleted event {deletion.event_id}: {len(deletion.deleted_node_ids)} memory nodes, "
+        f"{deletion.edges_removed} edges, {deletion.work_items_removed} work items "
+        f"(journal {deletion.journal_id})"
+    )
+    return 0
+
+
+def _stats(args: argparse.Namespace, settings: Settings) -> int:
+    """Counts of one owner's stored memory."""
+    owner = _owner(args, settings)
+    backend = open_backend(settings, args.data_dir)
+    try:
+        stats = backend.engine.get_stats(owner)
+    finally:
+        backend.close()
+    if args.json:
+        print(stats.model_dump_json(indent=2))
+        return 0
+    print(f"events: {stats.events}\nnodes: {stats.nodes}")
+    for state, count in sorted(stats.nodes_by_lifecycle_state.items()):
+        print(f"  state {state.value}: {count}")
+    for node_type, count in sorted(stats.nodes_by_type.items()):
+        print(f"  type {node_type.value}: {count}")
+    print(f"pending_materializations: {stats.pending_materializations}")
+    print(f"pending_extractions: {stats.pending_extractions}")
+    return 0
+
+
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the MCP tools on stdin/stdout for one configured owner (nothing else on stdout)."""
     from prme.engine.identity import Principal, validate_user_id
@@ -371,6 +566,64 @@ def _shared_options(*, top_level: bool) -> argparse.ArgumentParser:
     if top_level:
         shared.set_defaults(data_dir=None, debug=False)
     return shared
+
+
+# A string: argparse's subparsers action cannot be subscripted at run time.
+CommandMaker = Callable[
+    ["argparse._SubParsersAction[argparse.ArgumentParser]", str, str], argparse.ArgumentParser
+]
+
+
+def _add_manage_commands(
+    command: CommandMaker, sub: argparse._SubParsersAction[argparse.ArgumentParser]
+) -> None:
+    """`list`, `delete` and `stats`: managing one owner's stored memory."""
+    listing = command(sub, "list", "list one owner's memory nodes or source events, by id")
+    listing.add_argument("--user-id", default="default", help="the owner whose memories to list")
+    listing.add_argument(
+        "--events", action="store_true", help="list source events instead of memory nodes"
+    )
+    listing.add_argument(
+        "--limit", type=int, default=None, help="most records per page (default: 100)"
+    )
+    listing.add_argument(
+        "--after", default=None, metavar="ID", help="the next-page id a previous listing printed"
+    )
+    listing.add_argument(
+        "--all", action="store_true", help="follow the pages to the end (progress on stderr)"
+    )
+    listing.add_argument(
+        "--node-type", default=None, help="only nodes of this type (fact, preference, note, ...)"
+    )
+    listing.add_argument(
+        "--state", default=None, help="only nodes in this lifecycle state (stable, archived, ...)"
+    )
+    listing.add_argument("--scope", default=None, help="only nodes of this scope")
+    listing.add_argument(
+        "--include-inactive",
+        action="store_true",
+        help="also superseded, deprecated and archived nodes",
+    )
+    listing.add_argument("--session-id", default=None, help="only records of this session")
+    listing.add_argument("--role", default=None, help="with --events: only events of this role")
+    listing.add_argument(
+        "--since", default=None, help="with --events: only events at or after this ISO time"
+    )
+    listing.add_argument(
+        "--until", default=None, help="with --events: only events before this ISO time"
+    )
+    listing.add_argument(
+        "--json", action="store_true", help="print the page (or, with --all, every record) as JSON"
+    )
+
+    delete = command(sub, "delete", "delete one source event and the memories derived from it")
+    delete.add_argument("event_id", help="the source event's id (`prme list --events` shows them)")
+    delete.add_argument("--user-id", default="default", help="the owner of the event")
+    delete.add_argument("--yes", action="store_true", help="delete without asking")
+
+    stats = command(sub, "stats", "count one owner's events, memory nodes and pending work")
+    stats.add_argument("--user-id", default="default", help="the owner whose memory to count")
+    stats.add_argument("--json", action="store_true", help="print the counts as JSON")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -459,6 +712,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the whole response (receipt included) as JSON"
     )
 
+    _add_manage_commands(command, sub)
+
     mcp = command(sub, "mcp", "serve the MCP tools over stdio for one owner")
     mcp.add_argument(
         "--user-id",
@@ -541,6 +796,9 @@ HANDLERS: dict[str, Handler] = {
     "mcp": _mcp,
     "reindex": _reindex,
     "search": _search,
+    "list": _list,
+    "delete": _delete,
+    "stats": _stats,
 }
 
 
