@@ -466,10 +466,15 @@ def _delete(args: argparse.Namespace, settings: Settings) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
             raise UsageError("nothing deleted: add --yes to delete without a terminal to confirm")
-        answer = input(
+        # The question goes to stderr: stdout carries only what was deleted.
+        print(
             f"Delete event {event_id} of user {visible(owner.owner_id)} and the memories "
-            "derived from it? [y/N] "
+            "derived from it? [y/N] ",
+            end="",
+            file=sys.stderr,
+            flush=True,
         )
+        answer = sys.stdin.readline()
         if answer.strip().lower() not in ("y", "yes"):
             raise CommandFailedError("nothing deleted: not confirmed")
     backend = open_backend(settings, args.data_dir)

@@ -4,6 +4,7 @@ expected failure as one line on stderr with its documented exit code."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from importlib.metadata import version
 from pathlib import Path
@@ -273,3 +274,190 @@ def test_an_unusable_data_directory_is_named_with_what_to_check(
     )
     with pytest.raises(FileExistsError):
         main([*argv, "--debug"])
+
+
+def _alice_with_two_memories(data: Path) -> tuple[str, str]:
+    """Alice's two stored memories (the first with a terminal escape in it) and one of bob;
+    the event ids of alice's."""
+    with MemoryClient(data, settings=Settings(embedder="hashing")) as memory:
+        hostile = memory.store("Red \x1b[31malert\x1b[0m\nnext line", user_id="alice").event_id
+        lisbon = memory.store("I moved to Lisbon in May.", user_id="alice").event_id
+        memory.store("Bob lives in Oslo.", user_id="bob")
+    return hostile, lisbon
+
+
+def test_list_prints_one_line_per_node_with_its_type_state_and_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _alice_with_two_memories(tmp_path)
+    assert main(["list", "--user-id", "alice", "--data-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2  # bob's memory is not listed, and there is no next page
+    contents = sorted(line.split(maxsplit=4)[4] for line in lines)
+    assert contents == ["I moved to Lisbon in May.", "Red \\x1b[31malert\\x1b[0m\\nnext line"]
+    assert {tuple(line.split()[1:3]) for line in lines} == {("note", "tentative")}
+
+
+def test_list_never_prints_a_terminal_escape_or_a_line_break_of_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing")) as memory:
+        memory.store("a\x1b[2J\x1b]0;title\x07b\u202ec\rd\u2028e\x9bf", user_id="alice")
+    for kind in ([], ["--events"]):
+        assert main(["list", *kind, "--user-id", "alice", "--data-dir", str(tmp_path)]) == 0
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1
+        assert all(ch == "\n" or ch.isprintable() for ch in out)
+        assert "a\\x1b[2J\\x1b]0;title\\x07b\\u202ec\\rd\\u2028e\\x9bf" in out
+
+
+def test_list_shows_only_the_first_80_characters_of_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing")) as memory:
+        memory.store("y" * 80 + "z" * 100, user_id="alice")
+    assert main(["list", "--user-id", "alice", "--data-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(" " + "y" * 80 + "...")
+
+
+def test_list_events_pages_with_a_cursor_and_all_follows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given alice's two events, listed one per page
+    hostile, lisbon = _alice_with_two_memories(tmp_path)
+    first_id, second_id = sorted([hostile, lisbon])
+    argv = ["list", "--events", "--user-id", "alice", "--limit", "1", "--data-dir", str(tmp_path)]
+
+    # The first page ends with the cursor of the next, which gives the second page
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert first[0].split()[:2] == [first_id, "user"]
+    assert first[1] == f"next page: --after {first_id}"
+    assert main([*argv, "--after", first_id]) == 0
+    assert capsys.readouterr().out.split()[0] == second_id
+
+    # --all lists both, with progress on stderr only
+    assert main([*argv, "--all"]) == 0
+    listed = capsys.readouterr()
+    assert [line.split()[0] for line in listed.out.splitlines()] == [first_id, second_id]
+    assert "listed 1 records in 1 pages" in listed.err
+
+
+def test_list_as_json_is_the_http_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile, lisbon = _alice_with_two_memories(tmp_path)
+    argv = ["list", "--events", "--user-id", "alice", "--json", "--data-dir", str(tmp_path)]
+    assert main([*argv, "--role", "user"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert page["next_after_id"] is None
+    assert {e["id"] for e in page["items"]} == {hostile, lisbon}
+    assert "I moved to Lisbon in May." in {e["content"] for e in page["items"]}
+    assert main([*argv, "--role", "assistant"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == []
+
+
+LIST_FAILURES = [
+    (
+        ["list", "--state", "gone"],
+        "prme: error: lifecycle_state: Input should be 'tentative', 'stable', 'contested',"
+        " 'superseded', 'deprecated' or 'archived'",
+    ),
+    (
+        ["list", "--after", "not-an-id"],
+        "prme: error: after_id: Input should be a valid UUID, invalid character: found `n` at 0",
+    ),
+    (["list", "--limit", "0"], "prme: error: limit: Input should be greater than or equal to 1"),
+    (
+        ["list", "--role", "user"],
+        "prme: error: --role, --since and --until filter events: add --events",
+    ),
+    (
+        ["list", "--events", "--node-type", "fact"],
+        "prme: error: --node-type lists nodes: drop it or drop --events",
+    ),
+    (
+        ["list", "--events", "--since", "yesterday"],
+        "prme: error: since: Input should be a valid datetime or date, input is too short",
+    ),
+    (
+        ["delete", "not-an-id", "--yes"],
+        "prme: error: event_id: Input should be a valid UUID, invalid character: found `n` at 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "line"), LIST_FAILURES)
+def test_managing_commands_refuse_what_the_contract_refuses(
+    argv: list[str], line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run([*argv, "--data-dir", str(tmp_path)], capsys) == (EXIT_USAGE, line + "\n")
+
+
+def test_delete_removes_the_memory_and_prints_the_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile, lisbon = _alice_with_two_memories(tmp_path)
+    data = ["--data-dir", str(tmp_path)]
+    assert main(["delete", lisbon, "--user-id", "alice", "--yes", *data]) == 0
+    out = capsys.readouterr().out
+    # Its one work item (its memory's indexing) goes with it
+    assert out.startswith(f"deleted event {lisbon}: 1 memory nodes, 0 edges, 1 work items")
+    assert main(["list", "--events", "--user-id", "alice", *data]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [hostile]
+
+
+def test_delete_of_an_unknown_or_foreign_event_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile, _ = _alice_with_two_memories(tmp_path)
+    for event_id, user_id in ((hostile, "bob"), ("0193d5a8-0000-7000-8000-000000000000", "alice")):
+        argv = ["delete", event_id, "--user-id", user_id, "--yes", "--data-dir", str(tmp_path)]
+        assert _run(argv, capsys) == (
+            EXIT_FAILED,
+            "prme: error: no event of that user has this id; `prme list --events` shows them\n",
+        )
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_delete_asks_on_a_terminal_and_refuses_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, lisbon = _alice_with_two_memories(tmp_path)
+    argv = ["delete", lisbon, "--user-id", "alice", "--data-dir", str(tmp_path)]
+
+    # No terminal to ask on and no --yes: nothing is deleted
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert _run(argv, capsys) == (
+        EXIT_USAGE,
+        "prme: error: nothing deleted: add --yes to delete without a terminal to confirm\n",
+    )
+    # On a terminal, anything but yes keeps it
+    question = f"Delete event {lisbon} of user alice and the memories derived from it? [y/N] "
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    assert _run(argv, capsys) == (
+        EXIT_FAILED,
+        question + "prme: error: nothing deleted: not confirmed\n",
+    )
+    # and yes deletes it
+    monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
+    assert main(argv) == 0
+    done = capsys.readouterr()
+    assert done.out.startswith(f"deleted event {lisbon}: 1 memory nodes")
+    assert done.err == question
+
+
+def test_stats_prints_the_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _alice_with_two_memories(tmp_path)
+    argv = ["stats", "--user-id", "alice", "--data-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == (
+        "events: 2\nnodes: 2\n  state tentative: 2\n  type note: 2\n"
+        "pending_materializations: 0\npending_extractions: 0\n"
+    )
+    assert main([*argv, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["events"] == 2
+    assert stats["nodes_by_type"] == {"note": 2}
