@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from prme.client import MemoryClient
+from prme.settings import Settings
 from tests.harness.cli import free_port, prme, prme_env, run_prme
 
 
@@ -213,3 +215,18 @@ def test_reindex_all_users_walks_every_owner_of_the_tenant_with_progress(tmp_pat
     assert resumed.stdout.splitlines()[-1] == "owners=2 reindexed=4"
     assert prme(tmp_path, "reindex", "--user-id", "bob", "--all-users").returncode == 2
     assert prme(tmp_path, "reindex", "--start-after", "alice", "--user-id", "bob").returncode == 2
+
+
+@pytest.mark.slow
+def test_list_delete_and_stats_as_typed(tmp_path: Path) -> None:
+    with MemoryClient(tmp_path, settings=Settings(embedder="hashing")) as memory:
+        event_id = memory.store("Ring \x07 the \x1b[5m bell", user_id="alice").event_id
+    listed = prme(tmp_path, "list", "--events", "--user-id", "alice")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split()[:2] == [event_id, "user"]
+    assert listed.stdout.rstrip().endswith("Ring \\x07 the \\x1b[5m bell")
+    deleted = prme(tmp_path, "delete", event_id, "--user-id", "alice", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.startswith(f"deleted event {event_id}: 1 memory nodes")
+    stats = prme(tmp_path, "stats", "--user-id", "alice", "--json")
+    assert json.loads(stats.stdout)["events"] == 0
