@@ -347,6 +347,10 @@ def _owner(args: argparse.Namespace, settings: Settings) -> OwnerKey:
     return OwnerKey(tenant_id=settings.tenant_id, owner_id=validate_user_id(args.user_id))
 
 
+# Query fields whose option is not the field's own name in kebab case.
+_LIST_FLAGS = {"lifecycle_state": "--state", "after_id": "--after"}
+
+
 def _list_query(args: argparse.Namespace) -> NodeListQuery | EventListQuery:
     """The listing the options ask for, checked by the HTTP listing's own query model: the
     same rules and messages as GET /v1/nodes and GET /v1/events."""
@@ -377,7 +381,12 @@ def _list_query(args: argparse.Namespace) -> NodeListQuery | EventListQuery:
     try:
         return query_model.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
-        raise InvalidRequestError.from_validation(exc) from None
+        refused = InvalidRequestError.from_validation(exc)
+        # The contract's message, located by the option typed rather than the query field.
+        field = str(refused.field[0]) if refused.field else ""
+        flag = _LIST_FLAGS.get(field, "--" + field.replace("_", "-"))
+        message = refused.detail.removeprefix(".".join(map(str, refused.field)) + ": ")
+        raise InvalidRequestError(f"{flag}: {message}", field=refused.field) from None
 
 
 def _read_page(
@@ -417,8 +426,11 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
         backend.close()
     if args.json:
         print(_page_json(records, cursor, events=args.events))
-    elif cursor is not None:
-        print(f"next page: --after {cursor}")
+    else:
+        if not records:
+            print("no records on this page", file=sys.stderr)
+        if cursor is not None:
+            print(f"next page: --after {cursor}")
     return 0
 
 

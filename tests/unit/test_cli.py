@@ -342,6 +342,21 @@ def test_list_events_pages_with_a_cursor_and_all_follows_it(
     assert [line.split()[0] for line in listed.out.splitlines()] == [first_id, second_id]
     assert "listed 1 records in 1 pages" in listed.err
 
+    # and as JSON, one page of both with no cursor left
+    assert main([*argv, "--all", "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert ([e["id"] for e in page["items"]], page["next_after_id"]) == (
+        [first_id, second_id],
+        None,
+    )
+
+
+def test_an_empty_listing_says_so_on_stderr_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["list", "--user-id", "nobody", "--data-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr() == ("", "no records on this page\n")
+
 
 def test_list_as_json_is_the_http_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     hostile, lisbon = _alice_with_two_memories(tmp_path)
@@ -358,14 +373,14 @@ def test_list_as_json_is_the_http_page(tmp_path: Path, capsys: pytest.CaptureFix
 LIST_FAILURES = [
     (
         ["list", "--state", "gone"],
-        "prme: error: lifecycle_state: Input should be 'tentative', 'stable', 'contested',"
+        "prme: error: --state: Input should be 'tentative', 'stable', 'contested',"
         " 'superseded', 'deprecated' or 'archived'",
     ),
     (
         ["list", "--after", "not-an-id"],
-        "prme: error: after_id: Input should be a valid UUID, invalid character: found `n` at 0",
+        "prme: error: --after: Input should be a valid UUID, invalid character: found `n` at 0",
     ),
-    (["list", "--limit", "0"], "prme: error: limit: Input should be greater than or equal to 1"),
+    (["list", "--limit", "0"], "prme: error: --limit: Input should be greater than or equal to 1"),
     (
         ["list", "--role", "user"],
         "prme: error: --role, --since and --until filter events: add --events",
@@ -376,7 +391,7 @@ LIST_FAILURES = [
     ),
     (
         ["list", "--events", "--since", "yesterday"],
-        "prme: error: since: Input should be a valid datetime or date, input is too short",
+        "prme: error: --since: Input should be a valid datetime or date, input is too short",
     ),
     (
         ["delete", "not-an-id", "--yes"],
