@@ -299,3 +299,21 @@ def test_an_extraction_committed_after_its_event_was_deleted_does_not_come_back(
     with pytest.raises(ConflictError):
         h.ledger.commit_node_change(change)
     assert h.ledger.get_node(ALICE, built.id) is None
+
+
+def test_a_deleted_memory_leaves_no_alias_proposal_naming_it(any_backend: Harness) -> None:
+    h = any_backend
+    doomed_event, doomed = _remember(h, ALICE, "IBM", node_type="entity")
+    _store(h, ALICE, "International Business Machines", node_type="entity")
+    kept_a = _store(h, ALICE, "Lisbon Portugal", node_type="entity")
+    kept_b = _store(h, ALICE, "Lisbon, Portugal", node_type="entity")
+    h.engine.propose_aliases(ALICE)
+    proposals = h.engine.list_alias_proposals(ALICE)
+    assert len(proposals) == 2
+    assert any(doomed in p.proposal.node_ids for p in proposals)
+
+    h.engine.delete_memory(ALICE, doomed_event)
+
+    # A proposal carries its nodes' names (their content): one naming a deleted node goes.
+    [left] = h.engine.list_alias_proposals(ALICE)
+    assert set(left.proposal.node_ids) == {kept_a, kept_b}
