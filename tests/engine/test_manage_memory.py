@@ -4,16 +4,25 @@ memory (from every read, retrieval and the index), and per-owner counts."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
 from prme.backends.memory.fakes import InMemoryIndex
-from prme.errors import ConflictError, IndexUnavailableError, InvalidRequestError, NotFoundError
+from prme.engine.indexing import index_nodes
+from prme.errors import (
+    ConflictError,
+    IndexUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    StorageUnavailableError,
+)
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
 from prme.model.records import JournalRecord, MemoryNode, NodeChange, OwnerKey
 from prme.model.search import IndexQuery
+from tests.harness.aws import aws_harness
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
 
@@ -128,6 +137,11 @@ def _searchable(h: Harness, owner: OwnerKey, text: str) -> set[str]:
     return {node_id for node_id, _ in hits.lexical}
 
 
+def _search_all(h: Harness, text: str) -> set[str]:
+    hits = h.index.search(ALICE, IndexQuery(text=text, lexical_k=200))
+    return {node_id for node_id, _ in hits.lexical}
+
+
 def test_deleting_a_memory_removes_it_from_every_read(any_backend: Harness) -> None:
     h = any_backend
     doomed_event, doomed_node = _remember(h, ALICE, "My locker code is zebra 4471")
@@ -190,9 +204,8 @@ def test_a_delete_whose_index_step_failed_completes_on_retry() -> None:
     h.index.available = False
     with pytest.raises(IndexUnavailableError):
         h.engine.delete_memory(ALICE, event_id)
-    # The ledger step is done: no read shows the memory while the index still holds it.
-    with pytest.raises(NotFoundError):
-        h.engine.get_node(ALICE, node_id)
+    # Nothing is deleted yet: the index documents go before the ledger records.
+    assert h.engine.get_node(ALICE, node_id).id == node_id
     h.index.available = True
     assert _searchable(h, ALICE, "zebra") == {node_id}
     assert h.engine.delete_memory(ALICE, event_id).deleted_node_ids == [node_id]
@@ -367,3 +380,50 @@ def test_a_deleted_memory_leaves_no_value_in_receipts(any_backend: Harness) -> N
     h.engine.delete_memory(ALICE, event_id)
     receipt = h.engine.get_retrieval_receipt(ALICE, request_id)
     assert "Salt Lake City" not in receipt.model_dump_json()
+
+
+def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt(
+    aws_resources: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = aws_harness(*aws_resources)
+    event_id, node_id = _remember(h, ALICE, "a source with many zebra memories")
+    first = h.engine.get_node(ALICE, node_id)
+    for batch in range(3):
+        new_nodes = tuple(
+            first.model_copy(update={"id": str(uuid.uuid4()), "content": f"zebra {batch}.{i}"})
+            for i in range(20)
+        )
+        h.ledger.commit_node_change(
+            NodeChange(
+                updates=(),
+                new_nodes=new_nodes,
+                journal=JournalRecord.build(
+                    record_id=f"test-derived:{batch}",
+                    owner=ALICE,
+                    operation="test_derived",
+                    subject_id=event_id,
+                    created_at=first.created_at,
+                    payload={},
+                ),
+            )
+        )
+        assert index_nodes(h.engine.deps, new_nodes) is None
+    assert len(_search_all(h, "zebra")) == 61
+
+    # The first transaction (records that do not fit next to the event) commits; the next fails.
+    ledger: Any = h.ledger
+    transact, calls = ledger._transact, []
+
+    def fail_after_the_first(actions: Any) -> None:
+        calls.append(len(actions))
+        if len(calls) > 1:
+            raise StorageUnavailableError()
+        transact(actions)
+
+    monkeypatch.setattr(ledger, "_transact", fail_after_the_first)
+    with pytest.raises(StorageUnavailableError):
+        h.engine.delete_memory(ALICE, event_id)
+    monkeypatch.setattr(ledger, "_transact", transact)
+
+    h.engine.delete_memory(ALICE, event_id)
+    assert _search_all(h, "zebra") == set()

@@ -102,11 +102,12 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     event), their edges and index documents, and the event's work items, with a journal record
     of ids and counts.
 
-    The ledger goes first, in one transaction with the journal record: from then on no read
-    returns the memory, and retrieval drops index hits the ledger no longer has. The index
-    documents go next; when that fails the call fails, and a retry, finding the journal record
-    instead of the event, removes them and answers with the same record. A deleted (or
-    foreign, or unknown) event never found by that path is NotFoundError.
+    The nodes' index documents go first (when that fails the call fails and nothing is
+    deleted), then the ledger, in one transaction with the journal record: from then on no read
+    returns the memory, and retrieval drops index hits the ledger no longer has. The journal
+    record's nodes are removed from the index once more; a retry, finding the journal record
+    instead of the event, does that and answers with the same record. A deleted (or foreign,
+    or unknown) event never found by that path is NotFoundError.
     """
     record_id = MEMORY_DELETION_PREFIX + event_id
     try:
@@ -138,6 +139,9 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
             "work_items_removed": len(work),
         },
     )
+    # The index documents go first: a ledger delete too large for one DynamoDB transaction
+    # may fail after removing some nodes, and a retry no longer finds those to name them.
+    deps.index.delete(owner, [node.id for node in nodes])
     # A concurrent delete of the same event may win: its record then says what was removed.
     with contextlib.suppress(NotFoundError):
         deps.ledger.delete_event(
