@@ -126,6 +126,31 @@ def test_a_filtered_page_reads_a_bounded_number_of_records(
     assert [n.id for n in _all_nodes(h, ALICE, NodeFilter(node_type=NodeType.FACT), 10)] == [fact]
 
 
+def test_a_small_filtered_page_reads_the_ledger_in_few_calls() -> None:
+    h = memory_harness()
+    for i in range(300):
+        h.engine.store(ALICE, StoreInput(content=f"note {i}", session_id="busy"))
+    last = _store(h, ALICE, "the one in its own session", session_id="rare")
+    calls: list[int] = []
+    read = h.ledger.list_events_page
+
+    def counted(owner: OwnerKey, *, after_id: str | None, limit: int) -> Any:
+        calls.append(limit)
+        return read(owner, after_id=after_id, limit=limit)
+
+    h.ledger.list_events_page = counted  # type: ignore[method-assign]
+    # limit=1 with a filter few records match: not one ledger round trip per record read.
+    pages = [h.engine.list_events(ALICE, EventFilter(session_id="rare"), limit=1)]
+    while pages[-1].next_after_id is not None:
+        after = pages[-1].next_after_id
+        pages.append(
+            h.engine.list_events(ALICE, EventFilter(session_id="rare"), limit=1, after_id=after)
+        )
+    found = [e.id for page in pages for e in page.items]
+    assert found == [h.engine.get_node(ALICE, last).evidence_refs[0]]
+    assert len(calls) <= 10, len(calls)
+
+
 def test_page_limits_are_bounded(harness: Harness) -> None:
     for limit in (0, 1001):
         with pytest.raises(InvalidRequestError):

@@ -32,6 +32,8 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 # Records read per listing call whatever the filters: the cost of one call stays bounded.
 SCAN_BUDGET = 5000
+# Records asked of the ledger in one read at least (one DynamoDB Query page holds about this).
+READ_CHUNK = 100
 
 _Record = TypeVar("_Record", Event, MemoryNode)
 
@@ -48,16 +50,23 @@ def _walk(
     items: list[_Record] = []
     cursor, scanned = after_id, 0
     while True:
-        # Never read more than the page still holds: the cursor is then always the last
-        # record read, and nothing between it and the next page is skipped.
-        want = min(limit - len(items), SCAN_BUDGET - scanned)
+        # At least READ_CHUNK records a read whatever the page still needs: a small page with a
+        # rare filter would otherwise cost one ledger round trip per record examined.
+        want = min(max(limit - len(items), READ_CHUNK), SCAN_BUDGET - scanned)
         records, last = read(cursor, want)
-        items.extend(record for record in records if keep(record))
         scanned += want
+        for position, record in enumerate(records):
+            if keep(record):
+                items.append(record)
+            if len(items) >= limit:
+                # The page is full here: the next one starts after this record, unless it
+                # was the owner's last.
+                more = last is not None or position < len(records) - 1
+                return items, record.id if more else None
         if last is None:
             return items, None
         cursor = last
-        if len(items) >= limit or scanned >= SCAN_BUDGET:
+        if scanned >= SCAN_BUDGET:
             return items, cursor
 
 
