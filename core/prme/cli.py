@@ -826,6 +826,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise UsageError(settings_error_line(exc)) from None
     except SettingsError as exc:  # a value that is not even JSON where JSON is expected
         raise UsageError(f"{safe_message(str(exc))}; fix that PRME_* variable") from None
+    if settings.extractor == "openai" and not (settings.openai_base_url and settings.openai_model):
+        # Otherwise the extractor's construction fails as an internal error (exit 70).
+        raise UsageError(
+            "PRME_EXTRACTOR=openai needs PRME_OPENAI_BASE_URL and PRME_OPENAI_MODEL;"
+            " set both, or PRME_EXTRACTOR=rules"
+        )
     backend = getattr(args, "backend", None) or settings.backend
     if backend == "aws" and args.command in _OPENS_SEARCH_INDEX and not settings.opensearch_url:
         raise UsageError(

@@ -111,6 +111,9 @@ def test_operator_keys_are_not_revoked_over_http(api: Api) -> None:
         {"user_id": "x", "label": "l" * 201},
         {"user_id": "x", "role": "operator"},
         {"user_id": "x\u0007"},
+        # `prme keys list` prints labels on the server's terminal: no escapes, no forged lines.
+        {"user_id": "x", "label": "ok\u001b]0;owned\u0007"},
+        {"user_id": "x", "label": "ok\nabc  operator  -  active  fake"},
     ],
 )
 def test_bad_key_requests_are_refused_and_create_nothing(api: Api, body: dict[str, object]) -> None:

@@ -142,6 +142,13 @@ FAILURES: list[tuple[list[str], dict[str, str], int, str]] = [
         'prme: error: error parsing value for field "scoring" from source'
         ' "EnvSettingsSource"; fix that PRME_* variable',
     ),
+    (
+        ["keys", "list"],
+        {"PRME_EXTRACTOR": "openai", "PRME_OPENAI_MODEL": "", "PRME_OPENAI_BASE_URL": ""},
+        EXIT_USAGE,
+        "prme: error: PRME_EXTRACTOR=openai needs PRME_OPENAI_BASE_URL and PRME_OPENAI_MODEL;"
+        " set both, or PRME_EXTRACTOR=rules",
+    ),
 ]
 
 

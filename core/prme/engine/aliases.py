@@ -35,7 +35,7 @@ from prme.engine.alias_names import (
 from prme.engine.deps import EngineDeps
 from prme.engine.identity import Principal
 from prme.engine.reads import get_node
-from prme.errors import ConflictError, InvalidRequestError, NotFoundError
+from prme.errors import ConflictError, CorruptRecordError, InvalidRequestError, NotFoundError
 from prme.model.aliases import (
     ALIAS_EDGE_TYPE,
     ALIAS_PROPOSAL_OPERATION,
@@ -496,10 +496,17 @@ def list_alias_proposals(
     reviews = {
         r.id.removeprefix(ALIAS_REVIEW_PREFIX): r for r in _all(deps, owner, ALIAS_REVIEW_PREFIX)
     }
+    decoded = [
+        item
+        for record in _all(deps, owner, ALIAS_PROPOSAL_PREFIX)
+        if (item := _item(record, reviews.get(record.id.removeprefix(ALIAS_PROPOSAL_PREFIX))))
+        is not None
+    ]
+    gone = _deleted_nodes(deps, owner, {nid for i in decoded for nid in i.proposal.node_ids})
     items: list[AliasProposalItem] = []
-    for record in _all(deps, owner, ALIAS_PROPOSAL_PREFIX):
-        item = _item(record, reviews.get(record.id.removeprefix(ALIAS_PROPOSAL_PREFIX)))
-        if item is None:
+    for item in decoded:
+        # A proposal holds its nodes' names (their content): a deleted memory's must not show.
+        if gone.intersection(item.proposal.node_ids):
             continue
         if status is not None and item.status is not status:
             continue
@@ -508,6 +515,17 @@ def list_alias_proposals(
         items.append(item)
     items.sort(key=lambda i: (i.proposal_journal.created_at, i.proposal_journal.id), reverse=True)
     return items[:limit]
+
+
+def _deleted_nodes(deps: EngineDeps, owner: OwnerKey, node_ids: set[str]) -> set[str]:
+    """Those of `node_ids` the ledger no longer holds (an unreadable node is not deleted)."""
+    found = deps.ledger.get_nodes(owner, sorted(node_ids))
+    gone: set[str] = set()
+    for node_id in node_ids.difference(found):
+        with contextlib.suppress(CorruptRecordError):
+            if deps.ledger.get_node(owner, node_id) is None:
+                gone.add(node_id)
+    return gone
 
 
 def _item(record: JournalRecord, review: JournalRecord | None) -> AliasProposalItem | None:

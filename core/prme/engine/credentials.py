@@ -7,8 +7,14 @@ import secrets
 from dataclasses import dataclass
 
 from prme.engine.identity import Principal, require_operator, validate_user_id
-from prme.errors import AuthenticationError, NotFoundError, PermissionDeniedError
+from prme.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+)
 from prme.model.enums import CredentialRole
+from prme.model.input_policy import check_name
 from prme.model.records import Credential
 from prme.ports import Clock, CredentialStore
 
@@ -45,6 +51,11 @@ class CredentialService:
             validate_user_id(owner_id)
         elif owner_id is not None:
             raise ValueError("an operator key acts for the whole tenant and names no owner")
+        try:
+            # `prme keys list` prints labels on the server's terminal: no escapes, no new lines.
+            check_name(label)
+        except ValueError as exc:
+            raise InvalidRequestError(f"label {exc}", field=("label",)) from None
         key_id = secrets.token_hex(8)
         secret = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
         credential = Credential(

@@ -261,9 +261,12 @@ def resolve_saved_tool_arguments(
 ) -> ToolArgumentResolution:
     """The exact value-binding rule applied to a tool call made from one saved context.
 
-    Only bindings that retrieval exposed (their presentation survived packing) take part."""
-    receipt = get_receipt(deps, owner, request_id)
-    return resolve_tool_arguments(arguments, receipt.context.visible_value_bindings)
+    Only bindings that retrieval exposed (their presentation survived packing) take part, and
+    only those of nodes the ledger still holds readable."""
+    visible = get_receipt(deps, owner, request_id).context.visible_value_bindings
+    # A memory deleted since the retrieval puts no value in (nor does an unreadable one).
+    held = deps.ledger.get_nodes(owner, sorted({b.node_id for b in visible}))
+    return resolve_tool_arguments(arguments, [b for b in visible if b.node_id in held])
 
 
 # -- shared journal plumbing -------------------------------------------------------------

@@ -32,6 +32,8 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 # Records read per listing call whatever the filters: the cost of one call stays bounded.
 SCAN_BUDGET = 5000
+# Records asked of the ledger in one read at least (one DynamoDB Query page holds about this).
+READ_CHUNK = 100
 
 _Record = TypeVar("_Record", Event, MemoryNode)
 
@@ -48,16 +50,23 @@ def _walk(
     items: list[_Record] = []
     cursor, scanned = after_id, 0
     while True:
-        # Never read more than the page still holds: the cursor is then always the last
-        # record read, and nothing between it and the next page is skipped.
-        want = min(limit - len(items), SCAN_BUDGET - scanned)
+        # At least READ_CHUNK records a read whatever the page still needs: a small page with a
+        # rare filter would otherwise cost one ledger round trip per record examined.
+        want = min(max(limit - len(items), READ_CHUNK), SCAN_BUDGET - scanned)
         records, last = read(cursor, want)
-        items.extend(record for record in records if keep(record))
         scanned += want
+        for position, record in enumerate(records):
+            if keep(record):
+                items.append(record)
+            if len(items) >= limit:
+                # The page is full here: the next one starts after this record, unless it
+                # was the owner's last.
+                more = last is not None or position < len(records) - 1
+                return items, record.id if more else None
         if last is None:
             return items, None
         cursor = last
-        if len(items) >= limit or scanned >= SCAN_BUDGET:
+        if scanned >= SCAN_BUDGET:
             return items, cursor
 
 
@@ -102,11 +111,12 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     event), their edges and index documents, and the event's work items, with a journal record
     of ids and counts.
 
-    The ledger goes first, in one transaction with the journal record: from then on no read
-    returns the memory, and retrieval drops index hits the ledger no longer has. The index
-    documents go next; when that fails the call fails, and a retry, finding the journal record
-    instead of the event, removes them and answers with the same record. A deleted (or
-    foreign, or unknown) event never found by that path is NotFoundError.
+    The nodes' index documents go first (when that fails the call fails and nothing is
+    deleted), then the ledger, in one transaction with the journal record: from then on no read
+    returns the memory, and retrieval drops index hits the ledger no longer has. The journal
+    record's nodes are removed from the index once more; a retry, finding the journal record
+    instead of the event, does that and answers with the same record. A deleted (or foreign,
+    or unknown) event never found by that path is NotFoundError.
     """
     record_id = MEMORY_DELETION_PREFIX + event_id
     try:
@@ -138,6 +148,9 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
             "work_items_removed": len(work),
         },
     )
+    # The index documents go first: a ledger delete too large for one DynamoDB transaction
+    # may fail after removing some nodes, and a retry no longer finds those to name them.
+    deps.index.delete(owner, [node.id for node in nodes])
     # A concurrent delete of the same event may win: its record then says what was removed.
     with contextlib.suppress(NotFoundError):
         deps.ledger.delete_event(
