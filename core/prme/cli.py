@@ -178,7 +178,10 @@ def _manage_keys(args: argparse.Namespace, settings: Settings, service: Credenti
     elif args.keys_command == "list":
         for c in service.list(settings.tenant_id):
             state = "revoked" if c.revoked_at else "active"
-            print(f"{c.key_id}  {c.role.value:8}  {c.owner_id or '-':20}  {state:7}  {c.label}")
+            # Labels and user ids stored before their character checks may hold anything.
+            user = visible(c.owner_id, KEY_FIELD_CHARS) if c.owner_id else "-"
+            label = visible(c.label, KEY_FIELD_CHARS)
+            print(f"{c.key_id}  {c.role.value:8}  {user:20}  {state:7}  {label}")
     else:
         try:
             revoked = service.revoke(args.key_id)
@@ -323,6 +326,8 @@ PREVIEW_CHARS = 80
 # Control, format (bidi overrides, zero-width), unassigned and line/paragraph separators:
 # memory content is untrusted, so none of it may reach a terminal raw.
 _INVISIBLE_CATEGORIES = ("C", "Zl", "Zp")
+# The most of a key's user id or label `prme keys list` shows.
+KEY_FIELD_CHARS = 256
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
 

@@ -6,15 +6,21 @@ from __future__ import annotations
 import argparse
 import io
 import json
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from prme import cli
+from prme.backends.embedded.service import open_embedded
 from prme.cli import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, build_parser, main
 from prme.client import MemoryClient
+from prme.embedding.hashing import HashingEmbedder
+from prme.model.enums import CredentialRole
+from prme.model.records import Credential
 from prme.settings import Settings
+from tests.harness.engines import TOKEN_COUNTER
 
 
 @pytest.fixture(autouse=True)
@@ -483,3 +489,29 @@ def test_stats_prints_the_counts(tmp_path: Path, capsys: pytest.CaptureFixture[s
     stats = json.loads(capsys.readouterr().out)
     assert stats["events"] == 2
     assert stats["nodes_by_type"] == {"note": 2}
+
+
+def test_keys_list_prints_stored_labels_and_user_ids_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key stored before labels and user ids had their character checks may hold terminal
+    escapes or bidi overrides: the listing shows them as escapes, never raw."""
+    backend = open_embedded(tmp_path, embedder=HashingEmbedder(), token_counter=TOKEN_COUNTER)
+    backend.ledger.put_credential(
+        Credential(
+            key_id="0123456789abcdef",
+            key_hash="0" * 64,
+            tenant_id="local",
+            owner_id="eve\u202eevil",
+            role=CredentialRole.OWNER,
+            label="\x1b[2Japi_key: prme_fake",
+            created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+    )
+    backend.close()
+
+    assert main(["keys", "list", "--data-dir", str(tmp_path)]) == 0
+
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "eve\\u202eevil" in out and "\\x1b[2Japi_key: prme_fake" in out
