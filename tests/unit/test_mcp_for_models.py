@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,17 +15,14 @@ from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.identity import Principal
 from prme.mcp.server import McpTransport, build_mcp_server, retrieve_tool_budget
-from prme.model.canonical import sha256_text
-from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
-from prme.model.records import MemoryNode
 from prme.operations import OPERATIONS, McpToolSet, mcp_description
 from prme.retrieval.response_size import carried_size
 from tests.harness.engines import TOKEN_COUNTER
+from tests.harness.records import note_node
 
 DECLARED_DEFAULT = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 DECLARED = {op.mcp.name for op in OPERATIONS if op.mcp is not None}
 ALICE = Principal.owner("local", "alice")
-NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -130,21 +126,7 @@ def test_the_retrieve_budget_counts_the_text_a_model_reads() -> None:
     """Without the context, each result's content is quoted in the text: its bytes count
     again, one encoding deeper than in the structured content."""
     content = '"quoted" 中文 ' * 2000
-    node = MemoryNode(
-        id="n-1",
-        tenant_id="local",
-        owner_id="alice",
-        node_type=NodeType.NOTE,
-        content=content,
-        content_sha256=sha256_text(content),
-        scope=Scope.PERSONAL,
-        source_type=SourceType.USER_STATED,
-        epistemic_type=EpistemicType.ASSERTED,
-        confidence=0.7,
-        lifecycle_state=LifecycleState.TENTATIVE,
-        created_at=NOW,
-        updated_at=NOW,
-    )
+    node = note_node(content)
     bare = retrieve_tool_budget(6_000_000, include_context=False).record_bytes(
         node, "reader", False
     )

@@ -3,36 +3,18 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 import pytest
 
-from prme.model.canonical import sha256_text
-from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
 from prme.model.records import MemoryNode
 from prme.retrieval.caps import Selection
 from prme.retrieval.packing import ContextFormat
 from prme.retrieval.response_size import ResponseBudget, carried_size, fit_response
-
-NOW = datetime(2024, 5, 1, tzinfo=UTC)
+from tests.harness.records import note_node
 
 
 def make_node(content: str) -> MemoryNode:
-    return MemoryNode(
-        id=f"n-{content}",
-        tenant_id="t",
-        owner_id="o",
-        node_type=NodeType.NOTE,
-        content=content,
-        content_sha256=sha256_text(content),
-        scope=Scope.PERSONAL,
-        source_type=SourceType.USER_STATED,
-        epistemic_type=EpistemicType.ASSERTED,
-        confidence=0.7,
-        lifecycle_state=LifecycleState.TENTATIVE,
-        created_at=NOW,
-        updated_at=NOW,
-    )
+    return note_node(content, node_id=f"n-{content}")
 
 
 @pytest.mark.parametrize(

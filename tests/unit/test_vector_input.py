@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.vector_input import MAX_SEGMENTS, vector_segments, vector_text
-from prme.model.canonical import sha256_text
-from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
 from prme.model.inputs import StoreInput
 from prme.model.records import SPEAKER_METADATA_KEY, MemoryNode
 from prme.model.search import IndexQuery
 from tests.harness.engines import ALICE, memory_harness
-
-NOW = datetime(2024, 5, 1, tzinfo=UTC)
+from tests.harness.records import note_node
 
 
 def node(content: str, speaker: str | None = "Ana") -> MemoryNode:
-    return MemoryNode(
-        id="n1",
-        tenant_id="t",
-        owner_id="o",
-        node_type=NodeType.NOTE,
-        content=content,
-        content_sha256=sha256_text(content),
-        scope=Scope.PERSONAL,
-        source_type=SourceType.USER_STATED,
-        epistemic_type=EpistemicType.ASSERTED,
-        confidence=0.7,
-        lifecycle_state=LifecycleState.TENTATIVE,
-        created_at=NOW,
-        updated_at=NOW,
-        metadata={SPEAKER_METADATA_KEY: speaker} if speaker else {},
-    )
+    return note_node(content, metadata={SPEAKER_METADATA_KEY: speaker} if speaker else {})
 
 
 def test_each_sentence_of_five_words_or_more_is_a_segment_with_the_speaker() -> None:
