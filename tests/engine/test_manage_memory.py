@@ -257,19 +257,16 @@ def test_stats_count_events_nodes_and_pending_work(any_backend: Harness) -> None
     assert h.engine.get_stats(OTHER_TENANT_ALICE).events == 0
 
 
-def test_deleting_an_event_with_more_records_than_one_transaction(any_backend: Harness) -> None:
-    h = any_backend
-    event_id, node_id = _remember(h, ALICE, "a source with many derived memories")
-    _, kept = _remember(h, ALICE, "an unrelated memory")
+def _derive_sixty(h: Harness, event_id: str, node_id: str, word: str) -> list[MemoryNode]:
+    """Sixty more nodes derived from the event (copies of its node, content `word b.i`),
+    committed to the ledger in three batches; not indexed."""
     first = h.engine.get_node(ALICE, node_id)
-    derived = [node_id]
-    # Node and evidence link are two items each: 61 nodes do not fit one DynamoDB transaction.
+    derived: list[MemoryNode] = []
     for batch in range(3):
         new_nodes = tuple(
-            first.model_copy(update={"id": str(uuid.uuid4()), "content": f"derived {batch}.{i}"})
+            first.model_copy(update={"id": str(uuid.uuid4()), "content": f"{word} {batch}.{i}"})
             for i in range(20)
         )
-        derived += [n.id for n in new_nodes]
         h.ledger.commit_node_change(
             NodeChange(
                 updates=(),
@@ -284,6 +281,16 @@ def test_deleting_an_event_with_more_records_than_one_transaction(any_backend: H
                 ),
             )
         )
+        derived.extend(new_nodes)
+    return derived
+
+
+def test_deleting_an_event_with_more_records_than_one_transaction(any_backend: Harness) -> None:
+    h = any_backend
+    event_id, node_id = _remember(h, ALICE, "a source with many derived memories")
+    _, kept = _remember(h, ALICE, "an unrelated memory")
+    # Node and evidence link are two items each: 61 nodes do not fit one DynamoDB transaction.
+    derived = [node_id] + [n.id for n in _derive_sixty(h, event_id, node_id, "derived")]
     assert len(h.engine.get_event_nodes(ALICE, event_id)) == 61
 
     deletion = h.engine.delete_memory(ALICE, event_id)
@@ -412,27 +419,7 @@ def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt
 ) -> None:
     h = aws_harness(*aws_resources)
     event_id, node_id = _remember(h, ALICE, "a source with many zebra memories")
-    first = h.engine.get_node(ALICE, node_id)
-    for batch in range(3):
-        new_nodes = tuple(
-            first.model_copy(update={"id": str(uuid.uuid4()), "content": f"zebra {batch}.{i}"})
-            for i in range(20)
-        )
-        h.ledger.commit_node_change(
-            NodeChange(
-                updates=(),
-                new_nodes=new_nodes,
-                journal=JournalRecord.build(
-                    record_id=f"test-derived:{batch}",
-                    owner=ALICE,
-                    operation="test_derived",
-                    subject_id=event_id,
-                    created_at=first.created_at,
-                    payload={},
-                ),
-            )
-        )
-        assert index_nodes(h.engine.deps, new_nodes) is None
+    assert index_nodes(h.engine.deps, _derive_sixty(h, event_id, node_id, "zebra")) is None
     assert len(_search_all(h, "zebra")) == 61
 
     # The first transaction (records that do not fit next to the event) commits; the next fails.
