@@ -3,7 +3,7 @@ with the template's environment, against a moto server that enforces IAM."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import pytest
@@ -11,6 +11,7 @@ import pytest
 from tests.harness.cloudformation import ResponseCatcher, cloudformation_request
 from tests.harness.iam import IamDeployment, IamServer, iam_deployment
 from tests.harness.iam_scenarios import (
+    RunAs,
     api_stores_and_retrieves,
     import_materialize_retrieve,
     ingest_rejects_into_its_dlq,
@@ -35,34 +36,23 @@ def iam_deployed(
     yield from iam_deployment(iam_aws, stack_template, opensearch_url, opensearch_iam_proxy)
 
 
-def test_ingest_consumer_parks_a_never_valid_message_in_its_dlq(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
+# Each runs the handlers of one path under the statements the template gives their roles.
+ROLE_SCENARIOS = [
+    ingest_rejects_into_its_dlq,
+    api_stores_and_retrieves,
+    import_materialize_retrieve,
+    ingest_then_extract,
+    maintenance_announces_overdue_work,
+]
+
+
+@pytest.mark.parametrize("scenario", ROLE_SCENARIOS, ids=lambda scenario: scenario.__name__)
+def test_each_path_runs_under_its_functions_roles(
+    iam_deployed: IamDeployment,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario: Callable[[IamDeployment, RunAs], None],
 ) -> None:
-    ingest_rejects_into_its_dlq(iam_deployed, role_switcher(iam_deployed, monkeypatch))
-
-
-def test_api_stores_and_retrieves_under_its_role(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    api_stores_and_retrieves(iam_deployed, role_switcher(iam_deployed, monkeypatch))
-
-
-def test_import_then_materialize_then_retrieve_each_under_its_role(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import_materialize_retrieve(iam_deployed, role_switcher(iam_deployed, monkeypatch))
-
-
-def test_extraction_runs_in_the_extractor_under_its_role(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ingest_then_extract(iam_deployed, role_switcher(iam_deployed, monkeypatch))
-
-
-def test_maintenance_announces_overdue_work_under_its_role(
-    iam_deployed: IamDeployment, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    maintenance_announces_overdue_work(iam_deployed, role_switcher(iam_deployed, monkeypatch))
+    scenario(iam_deployed, role_switcher(iam_deployed, monkeypatch))
 
 
 def test_index_setup_creates_the_index_under_its_role(
