@@ -65,7 +65,7 @@ from typing import Any
 from benchmarks.embedder_speed import percentile
 from benchmarks.local_aws import fresh_aws
 from prme.client import MemoryClient
-from prme.retrieval.results import RetrievalResponse
+from prme.http.schemas import RetrieveResponse
 from prme.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -312,7 +312,7 @@ def store_conversation(
     return stats
 
 
-def context_node_ids(response: RetrievalResponse) -> set[str]:
+def context_node_ids(response: RetrieveResponse) -> set[str]:
     """Nodes whose text is in the packed context: full entries, and folded entries that
     point at a full entry (folding happens only for identical text)."""
     entries = response.bundle.entries

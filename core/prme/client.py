@@ -1,54 +1,53 @@
-"""`MemoryClient`: the embedded engine in-process, one method per owner operation of the table."""
+"""`MemoryClient` and `AsyncMemoryClient`: one method per owner operation of the table, served
+in-process for a directory or over HTTP for a server URL, returning the same response models.
+
+Each method is written once, as a request builder (`_Calls`) that turns its arguments into a
+`Call`; the blocking and the async client wrap every builder, so both keep its signature.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, get_args, get_type_hints
 
-from pydantic import ValidationError
+import httpx
+from pydantic import BaseModel, ValidationError
 
-from prme.composition import open_backend
+from prme.client_calls import Call, InProcess
+from prme.composition import Backend, open_backend
 from prme.engine.aliases import AliasScanReport
+from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
-from prme.engine.ingest import IngestResult
-from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
-from prme.engine.store import StoreResult
-from prme.engine.work_dispatch import ProcessingReport
 from prme.errors import InvalidRequestError, require_input_policy
-from prme.model import listings
-from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
+from prme.http import judgment_schemas, schemas
+from prme.model import feedback, listings, quantities
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
-from prme.model.enums import ProcessingStatus, Scope
-from prme.model.feedback import (
-    AnswerCitationInput,
-    AnswerCitationPage,
-    AnswerCitationRecord,
-    RelevanceInput,
-    RelevancePage,
-    RelevanceRecord,
-    ReplayReport,
-)
-from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
-from prme.model.quantities import (
-    QuantityAggregation,
-    QuantityAggregationQuery,
-    QuantityQuestionAnswer,
-)
-from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
-from prme.operations import client_docstring
+from prme.model.inputs import RetrieveInput
+from prme.model.quantities import QuantityAggregationQuery
+from prme.operations import BY_NAME, Operation, Shape, client_docstring, presented
+from prme.remote import AsyncHttpTransport, HttpTransport, RetryPolicy
 from prme.retrieval.receipts import RetrievalReceipt
-from prme.retrieval.results import RetrievalResponse
 from prme.settings import Settings
 
+__all__ = ["AsyncMemoryClient", "MemoryClient", "RetryPolicy"]
+
 DEFAULT_USER_ID = "default"
-# The request models say "the authenticated owner"; a client has no key, only its default user.
-_USER_ID_HELP = f"Whose memory; omitted means the client's default user, {DEFAULT_USER_ID!r}"
+DEFAULT_TIMEOUT_S = 30.0
+# The request models say "the authenticated owner"; an embedded client has no key, only its
+# default user, and a remote one acts as its key allows.
+_USER_ID_HELP = (
+    f"Whose memory; omitted means the client's default user: {DEFAULT_USER_ID!r} in a "
+    "directory, the key's own user (or the server's default for an operator) over HTTP"
+)
 
 
 class _Unset:
@@ -58,80 +57,55 @@ class _Unset:
 
 UNSET: Any = _Unset()
 
-
-_Input = TypeVar(
-    "_Input",
-    StoreInput,
-    RetrieveInput,
-    IngestInput,
-    FastIngestInput,
-    RelevanceInput,
-    AnswerCitationInput,
-    listings.NodeFilter,
-    listings.EventFilter,
-)
+_Model = TypeVar("_Model", bound=BaseModel)
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
 
 
-def _validated(model: type[_Input], fields: dict[str, Any]) -> _Input:
+def _validated(model: type[_Model], fields: dict[str, Any]) -> _Model:
     try:
         return model.model_validate({k: v for k, v in fields.items() if v is not UNSET})
     except ValidationError as exc:
         raise InvalidRequestError.from_validation(exc) from None
 
 
-def _from_arguments(model: type[_Input], arguments: dict[str, Any]) -> _Input:
+def _from_arguments(model: type[_Model], arguments: dict[str, Any]) -> _Model:
     """The request a method's arguments make: every argument named like a field of `model`
     (an UNSET one left out), so the field list is the model's alone."""
     return _validated(model, {k: v for k, v in arguments.items() if k in model.model_fields})
 
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
+def _engine_input(model: type[_Model], body: BaseModel) -> _Model:
+    """The engine's input a request body carries, as the HTTP route derives it."""
+    return model.model_validate(body.model_dump(exclude={"user_id"}, exclude_unset=True))
 
 
-def _operation(name: str) -> Callable[[_Method], _Method]:
-    """Document a method as the client's form of operation `name`: the table's text, the
-    method's own note, and the descriptions of the request model's fields."""
+def _processing_pass(name: str, budget_ms: int | None) -> Callable[[InProcess], Any]:
+    def run(at: InProcess) -> schemas.MaterializationResponse:
+        # Lowered as the HTTP route lowers it, so the answer says what the pass was given.
+        given_ms = pass_budget_ms(budget_ms)
+        report = getattr(at.engine, name)(at.owner, budget_ms=given_ms)
+        return schemas.MaterializationResponse.of(report, requested_ms=budget_ms, given_ms=given_ms)
 
-    def document(method: _Method) -> _Method:
-        method.__doc__ = client_docstring(name, method.__doc__, user_id=_USER_ID_HELP)
-        return method
-
-    return document
+    return run
 
 
-class MemoryClient:
-    """Long-term memory in a local directory. Use it as a context manager.
+def _extraction_state(name: str, event_id: str) -> Callable[[InProcess], Any]:
+    def read(at: InProcess) -> schemas.ExtractionStatusResponse:
+        status, work = getattr(at.engine, name)(at.owner, event_id)
+        return schemas.ExtractionStatusResponse.of(event_id, status, work)
 
-    Calls act for `user_id` (default: "default"); the embedded tenant is `local`.
-    """
+    return read
 
-    def __init__(self, path: str | Path = "./memory", *, settings: Settings | None = None) -> None:
-        self._settings = settings or Settings()
-        # The embedded default uses `path`; PRME_BACKEND=aws talks to the configured AWS instead.
-        self._backend = open_backend(self._settings, Path(path))
-        self._engine = self._backend.engine
-        self._principal = Principal.operator(
-            self._settings.tenant_id, default_owner_id=DEFAULT_USER_ID
-        )
 
-    def __enter__(self) -> MemoryClient:
-        return self
+def _cursor(query: schemas.NodeListQuery | schemas.EventListQuery) -> str | None:
+    return str(query.after_id) if query.after_id is not None else None
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
-    def close(self) -> None:
-        self._backend.close()
+class _Calls:
+    """The request builder of every client method: its arguments become the call that both
+    transports serve. The clients expose these under the same names (see `_blocking`)."""
 
-    def _owner(self, user_id: str | None) -> OwnerKey:
-        return resolve_owner(self._principal, user_id)
-
-    @_operation("store")
     def store(
         self,
         content: str,
@@ -150,18 +124,18 @@ class MemoryClient:
         confidence: float | None = None,
         event_time: datetime | str | None = None,
         ttl_days: int | None = UNSET,
-    ) -> StoreResult:
+        idempotency_key: str | None = None,
+    ) -> Call[schemas.StoreResponse]:
         """Store a memory. Omit ttl_days for the node type's default; None disables expiry."""
-        request = _from_arguments(
-            StoreInput,
+        body = _from_arguments(
+            schemas.StoreRequest,
             {
                 **locals(),
                 "value_bindings": list(value_bindings) if value_bindings is not None else None,
             },
         )
-        return self._engine.store(self._owner(user_id), request)
+        return Call("store", user_id, body=body, idempotency_key=idempotency_key)
 
-    @_operation("retrieve")
     def retrieve(
         self,
         query: str,
@@ -177,23 +151,28 @@ class MemoryClient:
         reference_time: datetime | str | None = None,
         context_format: Literal["reader", "auditable"] = "reader",
         ranking_multipliers: dict[str, float] | None = None,
-    ) -> RetrievalResponse:
-        request = _from_arguments(RetrieveInput, locals())
-        return self._engine.retrieve(self._owner(user_id), request)
+    ) -> Call[schemas.RetrieveResponse]:
+        body = _from_arguments(schemas.RetrieveRequest, locals())
+        return Call(
+            "retrieve",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.retrieve(at.owner, _engine_input(RetrieveInput, body)),
+        )
 
-    @_operation("get_event")
-    def get_event(self, event_id: str, *, user_id: str | None = None) -> Event:
-        return self._engine.get_event(self._owner(user_id), event_id)
+    def get_event(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> Call[schemas.EventResponse]:
+        return Call("get_event", user_id, {"event_id": event_id})
 
-    @_operation("get_event_nodes")
-    def get_event_nodes(self, event_id: str, *, user_id: str | None = None) -> list[MemoryNode]:
-        return self._engine.get_event_nodes(self._owner(user_id), event_id)
+    def get_event_nodes(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> Call[list[schemas.NodeResponse]]:
+        return Call("get_event_nodes", user_id, {"event_id": event_id})
 
-    @_operation("get_node")
-    def get_node(self, node_id: str, *, user_id: str | None = None) -> MemoryNode:
-        return self._engine.get_node(self._owner(user_id), node_id)
+    def get_node(self, node_id: str, *, user_id: str | None = None) -> Call[schemas.NodeResponse]:
+        return Call("get_node", user_id, {"node_id": node_id})
 
-    @_operation("list_nodes")
     def list_nodes(
         self,
         *,
@@ -205,14 +184,18 @@ class MemoryClient:
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
-    ) -> listings.NodePage:
+    ) -> Call[schemas.NodePageResponse]:
         """Pass the page's next_after_id as after_id until it is None."""
-        node_filter = _from_arguments(listings.NodeFilter, locals())
-        return self._engine.list_nodes(
-            self._owner(user_id), node_filter, limit=limit, after_id=after_id
+        query = _from_arguments(schemas.NodeListQuery, locals())
+        return Call(
+            "list_nodes",
+            user_id,
+            query=query,
+            local=lambda at: at.engine.list_nodes(
+                at.owner, query.node_filter(), limit=query.limit, after_id=_cursor(query)
+            ),
         )
 
-    @_operation("list_events")
     def list_events(
         self,
         *,
@@ -223,54 +206,61 @@ class MemoryClient:
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
-    ) -> listings.EventPage:
+    ) -> Call[schemas.EventPageResponse]:
         """Pass the page's next_after_id as after_id until it is None."""
-        event_filter = _from_arguments(listings.EventFilter, locals())
-        return self._engine.list_events(
-            self._owner(user_id), event_filter, limit=limit, after_id=after_id
+        query = _from_arguments(schemas.EventListQuery, locals())
+        return Call(
+            "list_events",
+            user_id,
+            query=query,
+            local=lambda at: at.engine.list_events(
+                at.owner, query.event_filter(), limit=query.limit, after_id=_cursor(query)
+            ),
         )
 
-    @_operation("delete_memory")
     def delete_memory(
         self, event_id: str, *, user_id: str | None = None
-    ) -> listings.MemoryDeletion:
-        return self._engine.delete_memory(self._owner(user_id), event_id)
+    ) -> Call[listings.MemoryDeletion]:
+        return Call("delete_memory", user_id, {"event_id": event_id})
 
-    @_operation("get_stats")
-    def get_stats(self, *, user_id: str | None = None) -> listings.OwnerStats:
-        return self._engine.get_stats(self._owner(user_id))
+    def get_stats(self, *, user_id: str | None = None) -> Call[listings.OwnerStats]:
+        return Call("get_stats", user_id, local=lambda at: at.engine.get_stats(at.owner))
 
-    @_operation("get_processing_status")
     def get_processing_status(
         self, event_id: str, *, user_id: str | None = None
-    ) -> tuple[ProcessingStatus, list[WorkItem]]:
-        return self._engine.get_processing_status(self._owner(user_id), event_id)
+    ) -> Call[schemas.ProcessingStatusResponse]:
+        def read(at: InProcess) -> schemas.ProcessingStatusResponse:
+            status, work = at.engine.get_processing_status(at.owner, event_id)
+            return schemas.ProcessingStatusResponse(
+                event_id=event_id,
+                processing_status=status,
+                work=[schemas.WorkItemResponse.of(item) for item in work],
+            )
 
-    @_operation("get_retrieval_receipt")
+        return Call("get_processing_status", user_id, {"event_id": event_id}, local=read)
+
     def get_retrieval_receipt(
         self, request_id: str, *, user_id: str | None = None
-    ) -> RetrievalReceipt:
-        return self._engine.get_retrieval_receipt(self._owner(user_id), request_id)
+    ) -> Call[RetrievalReceipt]:
+        return Call("get_retrieval_receipt", user_id, {"request_id": request_id})
 
-    @_operation("process_materializations")
     def process_materializations(
         self, *, user_id: str | None = None, budget_ms: int | None = None
-    ) -> ProcessingReport:
-        return self._engine.process_materializations(self._owner(user_id), budget_ms=budget_ms)
+    ) -> Call[schemas.MaterializationResponse]:
+        body = _from_arguments(schemas.MaterializationRequest, locals())
+        local = _processing_pass("process_materializations", body.budget_ms)
+        return Call("process_materializations", user_id, body=body, local=local)
 
-    # The name before the operations table gave every surface one name; kept for callers.
-    process_pending = process_materializations
-
-    @_operation("reindex")
     def reindex(
         self, *, user_id: str | None = None, progress: ReindexProgress | None = None
-    ) -> ReindexReport:
+    ) -> Call[ReindexReport]:
         """Re-embed and re-index every record of the user with the current embedder and
         vector settings (needed after changing PRME_MINILM_PRECISION, PRME_VECTOR_*).
-        `progress(done, total)` is called after each batch."""
-        return self._engine.reindex(self._owner(user_id), progress=progress)
+        `progress(done, total)` is called after each batch. In-process only."""
+        return Call(
+            "reindex", user_id, local=lambda at: at.engine.reindex(at.owner, progress=progress)
+        )
 
-    @_operation("ingest")
     def ingest(
         self,
         content: str,
@@ -284,56 +274,51 @@ class MemoryClient:
         event_time: datetime | str | None = None,
         wait_for_extraction: bool = False,
         idempotency_key: str | None = None,
-    ) -> IngestResult:
+    ) -> Call[schemas.IngestResponse]:
         """Keep a message verbatim and extract grounded memories from it."""
-        request = _from_arguments(IngestInput, locals())
-        return self._engine.ingest(self._owner(user_id), request, idempotency_key=idempotency_key)
+        body = _from_arguments(schemas.IngestRequest, locals())
+        return Call("ingest", user_id, body=body, idempotency_key=idempotency_key)
 
-    @_operation("ingest_fast")
     def ingest_fast(
         self,
         items: Sequence[dict[str, Any]],
         *,
         user_id: str | None = None,
         idempotency_key: str | None = None,
-    ) -> FastIngestResult:
+    ) -> Call[schemas.FastIngestResponse]:
         """Commit an ordered batch of raw sources; call process_materializations until none is left."""
-        request = _validated(FastIngestInput, {"items": list(items)})
-        return self._engine.ingest_fast(
-            self._owner(user_id), request, idempotency_key=idempotency_key
-        )
+        body = _validated(schemas.FastIngestRequest, {"items": list(items), "user_id": user_id})
+        return Call("ingest_fast", user_id, body=body, idempotency_key=idempotency_key)
 
-    @_operation("get_extraction_status")
     def get_extraction_status(
         self, event_id: str, *, user_id: str | None = None
-    ) -> tuple[ProcessingStatus, list[WorkItem]]:
-        return self._engine.get_extraction_status(self._owner(user_id), event_id)
+    ) -> Call[schemas.ExtractionStatusResponse]:
+        local = _extraction_state("get_extraction_status", event_id)
+        return Call("get_extraction_status", user_id, {"event_id": event_id}, local=local)
 
-    @_operation("retry_extraction")
     def retry_extraction(
         self, event_id: str, *, user_id: str | None = None
-    ) -> tuple[ProcessingStatus, list[WorkItem]]:
-        return self._engine.retry_extraction(self._owner(user_id), event_id)
+    ) -> Call[schemas.ExtractionStatusResponse]:
+        local = _extraction_state("retry_extraction", event_id)
+        return Call("retry_extraction", user_id, {"event_id": event_id}, local=local)
 
-    @_operation("process_extractions")
     def process_extractions(
         self, *, user_id: str | None = None, budget_ms: int | None = None
-    ) -> ProcessingReport:
-        return self._engine.process_extractions(self._owner(user_id), budget_ms=budget_ms)
+    ) -> Call[schemas.MaterializationResponse]:
+        body = _from_arguments(schemas.MaterializationRequest, locals())
+        local = _processing_pass("process_extractions", body.budget_ms)
+        return Call("process_extractions", user_id, body=body, local=local)
 
-    @_operation("promote")
     def promote(
         self, node_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
-    ) -> MemoryNode:
-        return self._engine.promote(self._owner(user_id), node_id, idempotency_key=idempotency_key)
+    ) -> Call[schemas.NodeResponse]:
+        return Call("promote", user_id, {"node_id": node_id}, idempotency_key=idempotency_key)
 
-    @_operation("archive")
     def archive(
         self, node_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
-    ) -> MemoryNode:
-        return self._engine.archive(self._owner(user_id), node_id, idempotency_key=idempotency_key)
+    ) -> Call[schemas.NodeResponse]:
+        return Call("archive", user_id, {"node_id": node_id}, idempotency_key=idempotency_key)
 
-    @_operation("reinforce")
     def reinforce(
         self,
         node_id: str,
@@ -341,12 +326,20 @@ class MemoryClient:
         evidence_id: str | None = None,
         user_id: str | None = None,
         idempotency_key: str | None = None,
-    ) -> MemoryNode:
-        return self._engine.reinforce(
-            self._owner(user_id), node_id, evidence_id=evidence_id, idempotency_key=idempotency_key
+    ) -> Call[schemas.NodeResponse]:
+        body = _from_arguments(schemas.ReinforceRequest, locals())
+        evidence = str(body.evidence_id) if body.evidence_id is not None else None
+        return Call(
+            "reinforce",
+            user_id,
+            {"node_id": node_id},
+            body=body,
+            idempotency_key=idempotency_key,
+            local=lambda at: at.engine.reinforce(
+                at.owner, node_id, evidence_id=evidence, idempotency_key=idempotency_key
+            ),
         )
 
-    @_operation("supersede")
     def supersede(
         self,
         old_node_id: str,
@@ -354,17 +347,23 @@ class MemoryClient:
         *,
         evidence_id: str | None = None,
         user_id: str | None = None,
-    ) -> tuple[MemoryNode, MemoryNode]:
-        return self._engine.supersede(
-            self._owner(user_id),
-            old_node_id=old_node_id,
-            new_node_id=new_node_id,
-            evidence_id=evidence_id,
+    ) -> Call[list[schemas.NodeResponse]]:
+        """The result is the old node (now superseded) and the new one, in that order."""
+        body = _from_arguments(schemas.SupersedenceRequest, locals())
+        return Call(
+            "supersede",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.supersede(
+                at.owner,
+                old_node_id=str(body.old_node_id),
+                new_node_id=str(body.new_node_id),
+                evidence_id=str(body.evidence_id) if body.evidence_id else None,
+            ),
         )
 
     # -- relevance feedback and answer citations --
 
-    @_operation("record_relevance")
     def record_relevance(
         self,
         request_id: str,
@@ -374,21 +373,20 @@ class MemoryClient:
         surface: Literal["results", "context"] = "results",
         method: Literal["explicit_user", "structured_evaluation"] = "explicit_user",
         user_id: str | None = None,
-    ) -> RelevanceRecord:
-        request = _from_arguments(RelevanceInput, locals())
-        return self._engine.record_relevance(self._owner(user_id), request)
+    ) -> Call[feedback.RelevanceRecord]:
+        body = _from_arguments(judgment_schemas.RelevanceRequest, locals())
+        return Call("record_relevance", user_id, body=body)
 
-    @_operation("get_relevance")
-    def get_relevance(self, feedback_id: str, *, user_id: str | None = None) -> RelevanceRecord:
-        return self._engine.get_relevance(self._owner(user_id), feedback_id)
+    def get_relevance(
+        self, feedback_id: str, *, user_id: str | None = None
+    ) -> Call[feedback.RelevanceRecord]:
+        return Call("get_relevance", user_id, {"feedback_id": feedback_id})
 
-    @_operation("list_relevance")
     def list_relevance(
         self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
-    ) -> RelevancePage:
-        return self._engine.list_relevance(self._owner(user_id), limit=limit, after_id=after_id)
+    ) -> Call[feedback.RelevancePage]:
+        return Call("list_relevance", user_id, query={"limit": limit, "after_id": after_id})
 
-    @_operation("record_answer_citations")
     def record_answer_citations(
         self,
         request_id: str,
@@ -399,54 +397,51 @@ class MemoryClient:
         citation_id: str | None = None,
         answer_sha256: str | None = None,
         user_id: str | None = None,
-    ) -> AnswerCitationRecord:
-        request = _from_arguments(
-            AnswerCitationInput, {**locals(), "cited_node_ids": list(cited_node_ids)}
+    ) -> Call[feedback.AnswerCitationRecord]:
+        body = _from_arguments(
+            judgment_schemas.AnswerCitationRequest,
+            {**locals(), "cited_node_ids": list(cited_node_ids)},
         )
-        return self._engine.record_answer_citations(self._owner(user_id), request)
+        return Call("record_answer_citations", user_id, body=body)
 
-    @_operation("get_answer_citations")
     def get_answer_citations(
         self, citation_id: str, *, user_id: str | None = None
-    ) -> AnswerCitationRecord:
-        return self._engine.get_answer_citations(self._owner(user_id), citation_id)
+    ) -> Call[feedback.AnswerCitationRecord]:
+        return Call("get_answer_citations", user_id, {"citation_id": citation_id})
 
-    @_operation("list_answer_citations")
     def list_answer_citations(
         self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
-    ) -> AnswerCitationPage:
-        return self._engine.list_answer_citations(
-            self._owner(user_id), limit=limit, after_id=after_id
-        )
+    ) -> Call[feedback.AnswerCitationPage]:
+        return Call("list_answer_citations", user_id, query={"limit": limit, "after_id": after_id})
 
-    @_operation("replay_retrieval")
-    def replay_retrieval(self, request_id: str, *, user_id: str | None = None) -> ReplayReport:
-        return self._engine.replay_retrieval(self._owner(user_id), request_id)
+    def replay_retrieval(
+        self, request_id: str, *, user_id: str | None = None
+    ) -> Call[feedback.ReplayReport]:
+        return Call("replay_retrieval", user_id, {"request_id": request_id})
 
-    @_operation("resolve_tool_arguments")
     def resolve_tool_arguments(
         self, request_id: str, arguments: dict[str, Any], *, user_id: str | None = None
-    ) -> ToolArgumentResolution:
+    ) -> Call[ToolArgumentResolution]:
         """Swap visible presentation values for their lookups, as saved with that retrieval."""
         require_input_policy(arguments, where="arguments")
-        return self._engine.resolve_tool_arguments(self._owner(user_id), request_id, arguments)
+        body = _from_arguments(judgment_schemas.ResolveToolArgumentsRequest, locals())
+        return Call(
+            "resolve_tool_arguments",
+            user_id,
+            {"request_id": request_id},
+            body=body,
+            local=lambda at: at.engine.resolve_tool_arguments(at.owner, request_id, body.arguments),
+        )
 
     # -- alias proposals and reviews --
 
-    @staticmethod
-    def _check_choice(kind: type[StrEnum], value: str | None, field: str) -> None:
-        allowed = [member.value for member in kind]
-        if value is not None and value not in allowed:
-            raise InvalidRequestError(
-                f"{field} must be one of {', '.join(allowed)}", field=(field,)
-            )
+    def propose_aliases(self, *, user_id: str | None = None) -> Call[AliasScanReport]:
+        """Scan this user's entity names and journal new alias proposals (never a merge).
+        In-process only."""
+        return Call(
+            "propose_aliases", user_id, local=lambda at: at.engine.propose_aliases(at.owner)
+        )
 
-    @_operation("propose_aliases")
-    def propose_aliases(self, *, user_id: str | None = None) -> AliasScanReport:
-        """Scan this user's entity names and journal new alias proposals (never a merge)."""
-        return self._engine.propose_aliases(self._owner(user_id))
-
-    @_operation("list_alias_proposals")
     def list_alias_proposals(
         self,
         *,
@@ -454,17 +449,19 @@ class MemoryClient:
         scope: str | None = None,
         limit: int = 100,
         user_id: str | None = None,
-    ) -> list[AliasProposalItem]:
-        self._check_choice(AliasStatus, status, "status")
-        self._check_choice(Scope, scope, "scope")
-        return self._engine.list_alias_proposals(
-            self._owner(user_id),
-            status=AliasStatus(status) if status is not None else None,
-            scope=Scope(scope) if scope is not None else None,
-            limit=limit,
-        )
+    ) -> Call[judgment_schemas.AliasProposalListResponse]:
+        query = _from_arguments(judgment_schemas.AliasProposalQuery, locals())
 
-    @_operation("review_alias_proposal")
+        def listed(at: InProcess) -> judgment_schemas.AliasProposalListResponse:
+            items = at.engine.list_alias_proposals(
+                at.owner, status=query.status, scope=query.scope, limit=query.limit
+            )
+            return judgment_schemas.AliasProposalListResponse(
+                items=[judgment_schemas.AliasProposalResponse.of(item) for item in items]
+            )
+
+        return Call("list_alias_proposals", user_id, query=query, local=listed)
+
     def review_alias_proposal(
         self,
         proposal_operation_id: str,
@@ -473,41 +470,340 @@ class MemoryClient:
         reviewer_id: str,
         reason: str | None = None,
         user_id: str | None = None,
-    ) -> AliasProposalItem:
+    ) -> Call[judgment_schemas.AliasProposalResponse]:
         """Accept (a verified alias_of link) or reject (with a reason) one proposal."""
-        self._check_choice(AliasDecision, decision, "decision")
-        return self._engine.review_alias_proposal(
-            self._owner(user_id),
-            proposal_operation_id,
-            actor=self._principal,
-            decision=AliasDecision(decision),
-            reviewer_id=reviewer_id,
-            reason=reason,
+        body = _from_arguments(judgment_schemas.AliasReviewRequest, locals())
+        return Call(
+            "review_alias_proposal",
+            user_id,
+            {"proposal_operation_id": proposal_operation_id},
+            body=body,
+            local=lambda at: at.engine.review_alias_proposal(
+                at.owner,
+                proposal_operation_id,
+                actor=at.principal,
+                decision=body.decision,
+                reviewer_id=body.reviewer_id,
+                reason=body.reason,
+            ),
         )
 
-    @_operation("get_node_edges")
-    def get_node_edges(self, node_id: str, *, user_id: str | None = None) -> list[MemoryEdge]:
-        return self._engine.get_node_edges(self._owner(user_id), node_id)
+    def get_node_edges(
+        self, node_id: str, *, user_id: str | None = None
+    ) -> Call[list[judgment_schemas.EdgeResponse]]:
+        return Call("get_node_edges", user_id, {"node_id": node_id})
 
     # -- grounded quantity aggregation --
-    @_operation("aggregate_quantities")
+
     def aggregate_quantities(
         self,
         query: QuantityAggregationQuery | dict[str, Any],
         *,
         user_id: str | None = None,
-    ) -> QuantityAggregation:
+    ) -> Call[quantities.QuantityAggregation]:
         """Exact per-unit totals of the extracted quantities that match `query` and still hold."""
-        if not isinstance(query, QuantityAggregationQuery):
-            try:
-                query = QuantityAggregationQuery.model_validate(query)
-            except ValidationError as exc:
-                raise InvalidRequestError.from_validation(exc, prefix=("query",)) from None
-        return self._engine.aggregate_quantities(self._owner(user_id), query)
+        body = _from_arguments(judgment_schemas.QuantityAggregationRequest, locals())
+        return Call(
+            "aggregate_quantities",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.aggregate_quantities(at.owner, body.query),
+        )
 
-    @_operation("aggregate_quantities_text")
     def aggregate_quantities_text(
         self, question: str, *, user_id: str | None = None
-    ) -> QuantityQuestionAnswer:
+    ) -> Call[quantities.QuantityQuestionAnswer]:
         """Answer one supported question shape; otherwise an unsupported plan, memory unread."""
-        return self._engine.aggregate_quantities_text(self._owner(user_id), question)
+        body = _from_arguments(judgment_schemas.QuantityQuestionRequest, locals())
+        return Call(
+            "aggregate_quantities_text",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.aggregate_quantities_text(at.owner, body.question),
+        )
+
+
+class InProcessTransport:
+    """Calls served by the engine in this process, answered with the same response models
+    as the HTTP routes (through the converters the routes use)."""
+
+    def __init__(self, path: Path, settings: Settings) -> None:
+        # The embedded default uses `path`; PRME_BACKEND=aws talks to the configured AWS instead.
+        self.backend: Backend = open_backend(settings, path)
+        self.principal = Principal.operator(settings.tenant_id, default_owner_id=DEFAULT_USER_ID)
+
+    def run(self, call: Call[_Result]) -> _Result:
+        operation = BY_NAME[call.operation]
+        at = InProcess(
+            self.backend.engine, self.principal, resolve_owner(self.principal, call.user_id)
+        )
+        result = call.local(at) if call.local is not None else _table_call(operation, call, at)
+        if operation.response is None:
+            return result  # type: ignore[no-any-return]
+        return presented(operation.response, result)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def _table_call(operation: Operation, call: Call[Any], at: InProcess) -> Any:
+    """The engine call of a table-built shape, made as `prme.http.table_routes` makes it."""
+    method = getattr(at.engine, operation.engine_method)
+    if operation.shape is Shape.READ_ONE:
+        (the_id,) = call.path.values()
+        return method(at.owner, the_id)
+    if operation.shape is Shape.MOVE_ONE:
+        (the_id,) = call.path.values()
+        return method(at.owner, the_id, idempotency_key=call.idempotency_key)
+    if operation.shape is Shape.WRITE_BODY and operation.engine_input is not None:
+        assert call.body is not None  # noqa: S101 - a written body's builder always makes one
+        takes_key = operation.http is not None and operation.http.idempotency_key
+        keys = {"idempotency_key": call.idempotency_key} if takes_key else {}
+        return method(at.owner, _engine_input(operation.engine_input, call.body), **keys)
+    if operation.shape is Shape.LIST_PAGE and isinstance(call.query, dict):
+        return method(at.owner, limit=call.query["limit"], after_id=call.query["after_id"])
+    raise TypeError(f"{operation.name}: an ADAPTER operation's call needs its in-process form")
+
+
+def _is_url(target: str | Path) -> bool:
+    return isinstance(target, str) and target.startswith(("http://", "https://"))
+
+
+def _where(target: str | Path) -> str:
+    """What a client's repr shows of its target: a URL without any user-info part (which
+    could hold a secret), or the path."""
+    if not _is_url(target):
+        return repr(str(target))
+    url = httpx.URL(str(target))
+    return repr(str(url.copy_with(username=None, password=None, query=None, fragment=None)))
+
+
+def _result_of(build: Callable[..., Any]) -> Any:
+    (result,) = get_args(get_type_hints(build)["return"])
+    return result
+
+
+def _adopt(method: Callable[..., Any], build: Callable[..., Any]) -> None:
+    """Give a client method its builder's name, signature (returning the call's result) and
+    the table's docstring."""
+    method.__name__ = build.__name__
+    method.__qualname__ = build.__name__
+    method.__doc__ = client_docstring(build.__name__, build.__doc__, user_id=_USER_ID_HELP)
+    signature = inspect.signature(build, eval_str=True)
+    signature = signature.replace(return_annotation=_result_of(build))
+    method.__signature__ = signature  # type: ignore[attr-defined]
+
+
+def _blocking(
+    build: Callable[Concatenate[_Calls, _Params], Call[_Result]],
+) -> Callable[Concatenate[MemoryClient, _Params], _Result]:
+    def method(self: MemoryClient, /, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+        return self._transport.run(build(_CALLS, *args, **kwargs))
+
+    _adopt(method, build)
+    return method
+
+
+def _awaitable(
+    build: Callable[Concatenate[_Calls, _Params], Call[_Result]],
+) -> Callable[Concatenate[AsyncMemoryClient, _Params], Coroutine[Any, Any, _Result]]:
+    async def method(
+        self: AsyncMemoryClient, /, *args: _Params.args, **kwargs: _Params.kwargs
+    ) -> _Result:
+        return await self._run(build(_CALLS, *args, **kwargs))
+
+    _adopt(method, build)
+    return method
+
+
+_CALLS = _Calls()
+
+
+class MemoryClient:
+    """Long-term memory in a local directory, or on a PRME server. Use it as a context manager.
+
+    `MemoryClient("./memory")` (a path) runs the engine in this process;
+    `MemoryClient("https://memory.example.com", api_key=...)` calls that server's HTTP API
+    (retrying refusals and lost connections by `retries`, each request at most `timeout`
+    seconds). Both return the same response models and raise the same `prme.errors`.
+    """
+
+    def __init__(
+        self,
+        target: str | Path = "./memory",
+        *,
+        api_key: str | None = None,
+        settings: Settings | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: RetryPolicy | None = None,
+    ) -> None:
+        self._where = _where(target)
+        self._transport: HttpTransport | InProcessTransport
+        if _is_url(target):
+            self._transport = HttpTransport(
+                str(target).rstrip("/"),
+                api_key=api_key,
+                timeout=timeout,
+                retries=retries or RetryPolicy(),
+            )
+        else:
+            if api_key is not None:
+                raise ValueError("api_key is for a server URL (http:// or https://), not a path")
+            self._transport = InProcessTransport(Path(target), settings or Settings())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._where})"
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._transport.close()
+
+    store = _blocking(_Calls.store)
+    retrieve = _blocking(_Calls.retrieve)
+    get_event = _blocking(_Calls.get_event)
+    get_event_nodes = _blocking(_Calls.get_event_nodes)
+    get_node = _blocking(_Calls.get_node)
+    list_nodes = _blocking(_Calls.list_nodes)
+    list_events = _blocking(_Calls.list_events)
+    delete_memory = _blocking(_Calls.delete_memory)
+    get_stats = _blocking(_Calls.get_stats)
+    get_processing_status = _blocking(_Calls.get_processing_status)
+    get_retrieval_receipt = _blocking(_Calls.get_retrieval_receipt)
+    process_materializations = _blocking(_Calls.process_materializations)
+    # The name before the operations table gave every surface one name; kept for callers.
+    process_pending = process_materializations
+    reindex = _blocking(_Calls.reindex)
+    ingest = _blocking(_Calls.ingest)
+    ingest_fast = _blocking(_Calls.ingest_fast)
+    get_extraction_status = _blocking(_Calls.get_extraction_status)
+    retry_extraction = _blocking(_Calls.retry_extraction)
+    process_extractions = _blocking(_Calls.process_extractions)
+    promote = _blocking(_Calls.promote)
+    archive = _blocking(_Calls.archive)
+    reinforce = _blocking(_Calls.reinforce)
+    supersede = _blocking(_Calls.supersede)
+    record_relevance = _blocking(_Calls.record_relevance)
+    get_relevance = _blocking(_Calls.get_relevance)
+    list_relevance = _blocking(_Calls.list_relevance)
+    record_answer_citations = _blocking(_Calls.record_answer_citations)
+    get_answer_citations = _blocking(_Calls.get_answer_citations)
+    list_answer_citations = _blocking(_Calls.list_answer_citations)
+    replay_retrieval = _blocking(_Calls.replay_retrieval)
+    resolve_tool_arguments = _blocking(_Calls.resolve_tool_arguments)
+    propose_aliases = _blocking(_Calls.propose_aliases)
+    list_alias_proposals = _blocking(_Calls.list_alias_proposals)
+    review_alias_proposal = _blocking(_Calls.review_alias_proposal)
+    get_node_edges = _blocking(_Calls.get_node_edges)
+    aggregate_quantities = _blocking(_Calls.aggregate_quantities)
+    aggregate_quantities_text = _blocking(_Calls.aggregate_quantities_text)
+
+
+class AsyncMemoryClient:
+    """`MemoryClient` with every method a coroutine. Use it with `async with`.
+
+    Over HTTP it uses httpx's asynchronous client; in a directory the engine runs on one
+    worker thread of its own, so the event loop never waits on storage or the embedder.
+    """
+
+    def __init__(
+        self,
+        target: str | Path = "./memory",
+        *,
+        api_key: str | None = None,
+        settings: Settings | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: RetryPolicy | None = None,
+    ) -> None:
+        self._where = _where(target)
+        self._remote: AsyncHttpTransport | None = None
+        self._local: InProcessTransport | None = None
+        self._worker: ThreadPoolExecutor | None = None
+        if _is_url(target):
+            self._remote = AsyncHttpTransport(
+                str(target).rstrip("/"),
+                api_key=api_key,
+                timeout=timeout,
+                retries=retries or RetryPolicy(),
+            )
+        else:
+            if api_key is not None:
+                raise ValueError("api_key is for a server URL (http:// or https://), not a path")
+            # One thread: the engine's calls run in order, as they do in a blocking client.
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prme-client")
+            self._local = InProcessTransport(Path(target), settings or Settings())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._where})"
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._remote is not None:
+            await self._remote.close()
+        if self._local is not None and self._worker is not None:
+            await asyncio.get_running_loop().run_in_executor(self._worker, self._local.close)
+            self._worker.shutdown()
+
+    async def _run(self, call: Call[_Result]) -> _Result:
+        if self._remote is not None:
+            return await self._remote.run(call)
+        assert self._local is not None  # noqa: S101 - one of the two is set by __init__
+        run = functools.partial(self._local.run, call)
+        return await asyncio.get_running_loop().run_in_executor(self._worker, run)
+
+    store = _awaitable(_Calls.store)
+    retrieve = _awaitable(_Calls.retrieve)
+    get_event = _awaitable(_Calls.get_event)
+    get_event_nodes = _awaitable(_Calls.get_event_nodes)
+    get_node = _awaitable(_Calls.get_node)
+    list_nodes = _awaitable(_Calls.list_nodes)
+    list_events = _awaitable(_Calls.list_events)
+    delete_memory = _awaitable(_Calls.delete_memory)
+    get_stats = _awaitable(_Calls.get_stats)
+    get_processing_status = _awaitable(_Calls.get_processing_status)
+    get_retrieval_receipt = _awaitable(_Calls.get_retrieval_receipt)
+    process_materializations = _awaitable(_Calls.process_materializations)
+    process_pending = process_materializations
+    reindex = _awaitable(_Calls.reindex)
+    ingest = _awaitable(_Calls.ingest)
+    ingest_fast = _awaitable(_Calls.ingest_fast)
+    get_extraction_status = _awaitable(_Calls.get_extraction_status)
+    retry_extraction = _awaitable(_Calls.retry_extraction)
+    process_extractions = _awaitable(_Calls.process_extractions)
+    promote = _awaitable(_Calls.promote)
+    archive = _awaitable(_Calls.archive)
+    reinforce = _awaitable(_Calls.reinforce)
+    supersede = _awaitable(_Calls.supersede)
+    record_relevance = _awaitable(_Calls.record_relevance)
+    get_relevance = _awaitable(_Calls.get_relevance)
+    list_relevance = _awaitable(_Calls.list_relevance)
+    record_answer_citations = _awaitable(_Calls.record_answer_citations)
+    get_answer_citations = _awaitable(_Calls.get_answer_citations)
+    list_answer_citations = _awaitable(_Calls.list_answer_citations)
+    replay_retrieval = _awaitable(_Calls.replay_retrieval)
+    resolve_tool_arguments = _awaitable(_Calls.resolve_tool_arguments)
+    propose_aliases = _awaitable(_Calls.propose_aliases)
+    list_alias_proposals = _awaitable(_Calls.list_alias_proposals)
+    review_alias_proposal = _awaitable(_Calls.review_alias_proposal)
+    get_node_edges = _awaitable(_Calls.get_node_edges)
+    aggregate_quantities = _awaitable(_Calls.aggregate_quantities)
+    aggregate_quantities_text = _awaitable(_Calls.aggregate_quantities_text)

@@ -247,6 +247,21 @@ class ProcessingIncompleteError(PrmeError):
         self.reason_code = reason_code
 
 
+class ServerUnreachableError(PrmeError):
+    """A remote client got no answer from the server (connection refused, reset or timed
+    out) after its retries. Whether a write took effect is unknown: repeat it with the same
+    Idempotency-Key."""
+
+    default_detail = "The server could not be reached"
+
+
+class OperationNotServedError(PrmeError):
+    """The operation has no HTTP route: a remote client cannot call it (run it where the
+    memory is, with an embedded client or the prme CLI)."""
+
+    default_detail = "This operation is served in-process only"
+
+
 # -- the one mapping of errors to HTTP statuses, categories and public bodies --------------
 # HTTP responses and MCP tool errors are both built from it.
 
@@ -306,3 +321,64 @@ def public_body(error: PrmeError) -> dict[str, Any]:
     if isinstance(error, SearchIndexMismatchError):
         return {"detail": error.detail, "reason_code": error.reason_code}
     return {"detail": error.detail}
+
+
+# What a remote client raises for an error status: the class the server's error of that
+# status belongs to, so `except NotFoundError` works on both clients. A 500 may be one of
+# several classes; the base class stands for it and for any status not listed.
+ERROR_BY_STATUS: dict[int, type[PrmeError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    422: InvalidRequestError,
+    429: RetryableStorageError,
+    503: StorageUnavailableError,
+}
+
+
+def error_from_response(status: int, body: Any) -> PrmeError:
+    """The error a server's error response stands for, rebuilt from its public body
+    (`public_body`, `validation_details`): only its detail, codes and field locations are
+    read, each bounded, so nothing else of the body reaches the message."""
+    fields = body if isinstance(body, dict) else {}
+    detail = fields.get("detail")
+    if status == 422 and isinstance(detail, list) and detail and isinstance(detail[0], dict):
+        return _invalid_request_of(detail[0])
+    text = safe_message(detail) if isinstance(detail, str) else None
+    reason_code = fields.get("reason_code")
+    if fields.get("accepted") is True and isinstance(fields.get("event_id"), str):
+        try:
+            incomplete = ProcessingIncompleteError(
+                excerpt(fields["event_id"], 64), WorkFailure(str(reason_code))
+            )
+        except ValueError:
+            pass
+        else:
+            return _with_detail(incomplete, text)
+    if status == 503 and reason_code == SearchIndexMismatchError.reason_code:
+        return _with_detail(SearchIndexMismatchError("reported by the server"), text)
+    cls = ERROR_BY_STATUS.get(status, PrmeError)
+    return cls(text or (f"HTTP {status}" if cls is PrmeError else None))
+
+
+def _with_detail(error: PrmeError, detail: str | None) -> PrmeError:
+    if detail:
+        error.detail = detail
+        error.args = (detail,)
+    return error
+
+
+def _invalid_request_of(first: dict[str, Any]) -> InvalidRequestError:
+    loc = [part for part in first.get("loc", ()) if isinstance(part, str | int)]
+    # The route's own 422 says where the field was; a client's caller named it as an argument.
+    if loc and loc[0] in ("body", "query", "path", "header"):
+        loc = loc[1:]
+    field = tuple(safe_location_part(part) for part in loc)
+    message = safe_message(str(first.get("msg", "")))
+    dotted = ".".join(map(str, field))
+    if dotted and not message.startswith(f"{dotted}: "):
+        message = f"{dotted}: {message}"
+    return InvalidRequestError(message or None, field=field)

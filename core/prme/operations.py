@@ -121,7 +121,8 @@ class HttpRoute:
     errors: Errors = Errors.BASE
     # Statuses this route adds to its error set, with what each means here.
     extra_errors: Mapping[int, str] = field(default_factory=dict)
-    # Whether the route takes an Idempotency-Key header.
+    # Whether the route takes an Idempotency-Key header (a remote client sends one it makes
+    # when the caller gives none, and repeats it on every retry).
     idempotency_key: bool = False
 
 
@@ -423,7 +424,13 @@ OPERATIONS: tuple[Operation, ...] = (
         Capability.LIFECYCLE,
         "Promote a tentative memory to stable",
         "Promote a tentative memory to stable once it is confirmed.",
-        http=HttpRoute("PUT", "/v1/nodes/{node_id}/promote", Errors.READ, _MOVE_CONFLICT),
+        http=HttpRoute(
+            "PUT",
+            "/v1/nodes/{node_id}/promote",
+            Errors.READ,
+            _MOVE_CONFLICT,
+            idempotency_key=True,
+        ),
         mcp=McpTool("memory_promote", read_only=False),
         request=None,
         response=schemas.NodeResponse,
@@ -434,7 +441,13 @@ OPERATIONS: tuple[Operation, ...] = (
         Capability.LIFECYCLE,
         "Archive a memory",
         "Archive a memory: it leaves default retrieval; its source stays.",
-        http=HttpRoute("PUT", "/v1/nodes/{node_id}/archive", Errors.READ, _MOVE_CONFLICT),
+        http=HttpRoute(
+            "PUT",
+            "/v1/nodes/{node_id}/archive",
+            Errors.READ,
+            _MOVE_CONFLICT,
+            idempotency_key=True,
+        ),
         mcp=McpTool("memory_archive", read_only=False, destructive=True),
         request=None,
         response=schemas.NodeResponse,
@@ -445,7 +458,13 @@ OPERATIONS: tuple[Operation, ...] = (
         Capability.LIFECYCLE,
         "Record a confirmation of a memory",
         "Record one more confirmation of a memory.",
-        http=HttpRoute("PUT", "/v1/nodes/{node_id}/reinforce", Errors.READ, _MOVE_CONFLICT),
+        http=HttpRoute(
+            "PUT",
+            "/v1/nodes/{node_id}/reinforce",
+            Errors.READ,
+            _MOVE_CONFLICT,
+            idempotency_key=True,
+        ),
         mcp=McpTool("memory_reinforce", read_only=False),
         request=schemas.ReinforceRequest,
         response=schemas.NodeResponse,

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from mcp_types import CallToolResult
 
-from prme.client import MemoryClient
+from prme.client import InProcessTransport, MemoryClient
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
+from prme.http.schemas import NodeResponse
 from prme.mcp.server import PrmeMcpServer, build_mcp_server
-from prme.model.records import MemoryNode, OwnerKey
+from prme.model.records import OwnerKey
 from prme.settings import Settings
 
 OWNER = OwnerKey(tenant_id="local", owner_id="default")
@@ -40,7 +41,7 @@ STORED_FIELDS: dict[str, Any] = {
 }
 
 
-def _holds_every_field(node: MemoryNode) -> None:
+def _holds_every_field(node: NodeResponse) -> None:
     # The node holds the compact form; the event keeps the content verbatim.
     assert node.content == STORED_FIELDS["retrieval_content"]
     assert node.speaker == "Marta"
@@ -59,8 +60,10 @@ def client(tmp_path: Path) -> Iterator[MemoryClient]:
 
 
 def _engine(client: MemoryClient) -> MemoryEngine:
-    engine: MemoryEngine = client._engine
-    return engine
+    # The MCP server under test runs on the same engine as the embedded client.
+    transport = client._transport
+    assert isinstance(transport, InProcessTransport)
+    return transport.backend.engine
 
 
 def _server(client: MemoryClient) -> PrmeMcpServer:
@@ -80,7 +83,7 @@ def _call(server: PrmeMcpServer, tool: str, arguments: dict[str, Any]) -> dict[s
     return content
 
 
-def _stored_node(client: MemoryClient, node_id: str | None) -> MemoryNode:
+def _stored_node(client: MemoryClient, node_id: str | None) -> NodeResponse:
     assert node_id is not None
     return client.get_node(node_id)
 

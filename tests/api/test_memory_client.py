@@ -34,14 +34,14 @@ def test_ingest_fast_ingest_and_lifecycle_through_the_client(client: MemoryClien
         assert old.node_id is not None
         assert new.node_id is not None
         superseded, current = client.supersede(old.node_id, new.node_id, user_id="alice")
-        assert superseded.lifecycle_state is LifecycleState.SUPERSEDED
-        assert client.promote(current.id, user_id="alice").lifecycle_state is LifecycleState.STABLE
+        assert superseded.lifecycle_state == LifecycleState.SUPERSEDED
+        assert client.promote(current.id, user_id="alice").lifecycle_state == LifecycleState.STABLE
         assert client.reinforce(current.id, user_id="alice").confidence > current.confidence
         assert (
-            client.archive(current.id, user_id="alice").lifecycle_state is LifecycleState.ARCHIVED
+            client.archive(current.id, user_id="alice").lifecycle_state == LifecycleState.ARCHIVED
         )
-        status, _ = client.get_extraction_status(ingested.event_id, user_id="alice")
-        assert status is ProcessingStatus.COMPLETED
+        state = client.get_extraction_status(ingested.event_id, user_id="alice")
+        assert state.extraction_status is ProcessingStatus.COMPLETED
 
 
 def test_client_validation_errors_are_prme_errors(client: MemoryClient) -> None:

@@ -141,8 +141,7 @@ def test_a_conversation_is_stored_turn_by_turn_with_its_metadata(client: MemoryC
         assert bo.session_id == "session_2"
         assert bo.event_time == datetime(2023, 6, 3, 10, 5, 3, tzinfo=UTC)
         roles = {
-            client.get_event(n.evidence_refs[0], user_id="locomo-syn").role.value
-            for n in (node, bo)
+            client.get_event(n.evidence_refs[0], user_id="locomo-syn").role for n in (node, bo)
         }
         assert roles == {"user", "participant"}
 
