@@ -46,7 +46,7 @@ DEFAULT_TIMEOUT_S = 30.0
 # default user, and a remote one acts as its key allows.
 _USER_ID_HELP = (
     f"Whose memory; omitted means the client's default user: {DEFAULT_USER_ID!r} in a "
-    "directory, the key's own user (or the server's default for an operator) over HTTP"
+    "directory; over HTTP, the key's own user (an operator key must name one)"
 )
 
 

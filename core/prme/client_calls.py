@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from uuid import UUID
 
 from pydantic import BaseModel
 
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
+from prme.errors import InvalidRequestError
 from prme.model.records import OwnerKey
 
 Result = TypeVar("Result")
@@ -42,3 +44,18 @@ class Call(Generic[Result]):
     body: BaseModel | None = None
     idempotency_key: str | None = None
     local: Callable[[InProcess], Any] | None = None
+
+    def __post_init__(self) -> None:
+        # The routes take these as UUIDs; checked here, a malformed one is the same 422 on
+        # both transports instead of a 422 over HTTP and a 404 in-process.
+        for name, value in (*self.path.items(), ("idempotency_key", self.idempotency_key)):
+            if value is not None and not _is_uuid(value):
+                raise InvalidRequestError(f"{name}: Input should be a valid UUID", field=(name,))
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        UUID(value)
+    except (TypeError, ValueError):
+        return False
+    return True

@@ -204,11 +204,12 @@ class HttpTransport:
         api_key: str | None,
         timeout: float,
         retries: RetryPolicy,
-        http: httpx.Client | None = None,
+        wire: httpx.BaseTransport | None = None,
     ) -> None:
         self._retries = retries
-        self._http = http or httpx.Client(
-            base_url=base_url, headers=_base_headers(api_key), timeout=timeout
+        # `wire` replaces the network (tests answer from memory); None is httpx's default.
+        self._http = httpx.Client(
+            base_url=base_url, headers=_base_headers(api_key), timeout=timeout, transport=wire
         )
 
     def run(self, call: Call[Result]) -> Result:
@@ -246,11 +247,12 @@ class AsyncHttpTransport:
         api_key: str | None,
         timeout: float,
         retries: RetryPolicy,
-        http: httpx.AsyncClient | None = None,
+        wire: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._retries = retries
-        self._http = http or httpx.AsyncClient(
-            base_url=base_url, headers=_base_headers(api_key), timeout=timeout
+        # `wire` replaces the network (tests answer from memory); None is httpx's default.
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=_base_headers(api_key), timeout=timeout, transport=wire
         )
 
     async def run(self, call: Call[Result]) -> Result:
