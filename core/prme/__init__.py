@@ -9,15 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prme.client import MemoryClient
+    from prme.client import AsyncMemoryClient, MemoryClient
     from prme.errors import PrmeError
     from prme.model.bindings import MemoryValueBinding
     from prme.retrieval.receipts import RetrievalReceipt
 
-__all__ = ["MemoryClient", "MemoryValueBinding", "PrmeError", "RetrievalReceipt"]
+__all__ = [
+    "AsyncMemoryClient",
+    "MemoryClient",
+    "MemoryValueBinding",
+    "PrmeError",
+    "RetrievalReceipt",
+]
 __version__ = "0.1.0"
 
 _LOCATIONS = {
+    "AsyncMemoryClient": "prme.client",
     "MemoryClient": "prme.client",
     "MemoryValueBinding": "prme.model.bindings",
     "PrmeError": "prme.errors",

@@ -578,20 +578,19 @@ def _where(target: str | Path) -> str:
     return repr(str(url.copy_with(username=None, password=None, query=None, fragment=None)))
 
 
-def _result_of(build: Callable[..., Any]) -> Any:
+@functools.cache
+def _method_signature(build: Callable[..., Any]) -> inspect.Signature:
+    """The builder's signature, returning what its call results in (`Call[X]` -> X)."""
     (result,) = get_args(get_type_hints(build)["return"])
-    return result
+    return inspect.signature(build, eval_str=True).replace(return_annotation=result)
 
 
 def _adopt(method: Callable[..., Any], build: Callable[..., Any]) -> None:
-    """Give a client method its builder's name, signature (returning the call's result) and
-    the table's docstring."""
+    """Give a client method its builder's name, signature and the table's docstring."""
     method.__name__ = build.__name__
     method.__qualname__ = build.__name__
     method.__doc__ = client_docstring(build.__name__, build.__doc__, user_id=_USER_ID_HELP)
-    signature = inspect.signature(build, eval_str=True)
-    signature = signature.replace(return_annotation=_result_of(build))
-    method.__signature__ = signature  # type: ignore[attr-defined]
+    method.__signature__ = _method_signature(build)  # type: ignore[attr-defined]
 
 
 def _blocking(
