@@ -188,6 +188,10 @@ def test_typed_errors_are_the_same_on_both(client: MemoryClient, user: str) -> N
     with pytest.raises(InvalidRequestError) as empty:
         client.store("", user_id=user)
     assert empty.value.field == ("content",)
+    # Checked by the engine in-process and by the route over HTTP: the same class and field.
+    with pytest.raises(InvalidRequestError) as no_page:
+        client.list_relevance(limit=0, user_id=user)
+    assert no_page.value.field == ("limit",)
     key = str(uuid.uuid4())
     client.store("first", idempotency_key=key, user_id=user)
     with pytest.raises(ConflictError):
