@@ -408,7 +408,9 @@ def test_a_deleted_memory_leaves_no_value_in_receipts(any_backend: Harness) -> N
     assert [b.reference for b in receipt.context.visible_value_bindings] == ["current-city-1"]
     assert "Salt Lake City" not in receipt.model_dump_json()
     h.engine.delete_memory(ALICE, event_id)
-    assert "Salt Lake City" not in h.engine.get_retrieval_receipt(ALICE, request_id).model_dump_json()
+    assert (
+        "Salt Lake City" not in h.engine.get_retrieval_receipt(ALICE, request_id).model_dump_json()
+    )
 
 
 def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt(
@@ -436,3 +438,26 @@ def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt
 
     h.engine.delete_memory(ALICE, event_id)
     assert _search_all(h, "zebra") == set()
+
+
+def test_a_retried_write_after_its_memory_was_deleted_is_a_conflict_not_a_rewrite(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    request = StoreInput(content="my locker code is in the blue notebook")
+    first = h.engine.store(ALICE, request, idempotency_key="store-key-1")
+    batch = FastIngestInput(items=[FastIngestItem(content="a batch line about herons")])
+    [batch_event] = h.engine.ingest_fast(ALICE, batch, idempotency_key="batch-key-1").event_ids
+    # Before the delete a retry answers as the first call did.
+    assert h.engine.store(ALICE, request, idempotency_key="store-key-1") == first
+    h.engine.delete_memory(ALICE, first.event_id)
+    h.engine.delete_memory(ALICE, batch_event)
+
+    with pytest.raises(ConflictError, match="deleted since"):
+        h.engine.store(ALICE, request, idempotency_key="store-key-1")
+    with pytest.raises(ConflictError, match="deleted since"):
+        h.engine.ingest_fast(ALICE, batch, idempotency_key="batch-key-1")
+    # Neither the old ids nor a new copy: the owner's delete stands.
+    assert h.engine.list_events(ALICE).items == []
+    # A new key stores the memory again.
+    assert h.engine.store(ALICE, request, idempotency_key="store-key-2").event_id != first.event_id
