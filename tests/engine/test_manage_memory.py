@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from prme.backends.aws.dynamodb_ledger import _pk_of
+from prme.backends.aws.resources import SORT_KEY
 from prme.backends.memory.fakes import InMemoryIndex
 from prme.engine.indexing import index_nodes
 from prme.errors import (
@@ -20,7 +22,7 @@ from prme.errors import (
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
-from prme.model.records import JournalRecord, MemoryNode, NodeChange, OwnerKey
+from prme.model.records import JournalRecord, MemoryEdge, MemoryNode, NodeChange, OwnerKey
 from prme.model.search import IndexQuery
 from tests.harness.aws import aws_harness
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
@@ -461,3 +463,63 @@ def test_a_retried_write_after_its_memory_was_deleted_is_a_conflict_not_a_rewrit
     assert h.engine.list_events(ALICE).items == []
     # A new key stores the memory again.
     assert h.engine.store(ALICE, request, idempotency_key="store-key-2").event_id != first.event_id
+
+
+def test_a_delete_that_fails_between_transactions_leaves_no_item_behind_after_the_retry(
+    aws_resources: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = aws_harness(*aws_resources)
+    event_id, node_id = _remember(h, ALICE, "a source with many linked memories")
+    _, kept = _remember(h, ALICE, "an unrelated memory")
+    derived = _derive_sixty(h, event_id, node_id, "linked")
+    h.ledger.commit_node_change(
+        NodeChange(
+            updates=(),
+            edges=tuple(
+                MemoryEdge(
+                    id=f"edge-{i}",
+                    tenant_id=ALICE.tenant_id,
+                    owner_id=ALICE.owner_id,
+                    edge_type="related_to",
+                    source_node_id=derived[i].id,
+                    target_node_id=derived[i + 1].id,
+                    created_at=derived[i].created_at,
+                )
+                for i in range(0, 60, 2)
+            ),
+            journal=JournalRecord.build(
+                record_id="test-edges",
+                owner=ALICE,
+                operation="test_edges",
+                subject_id=event_id,
+                created_at=derived[0].created_at,
+                payload={},
+            ),
+        )
+    )
+    ledger: Any = h.ledger
+    transact, calls = ledger._transact, []
+
+    def fail_after_the_first(actions: Any) -> None:
+        calls.append(len(actions))
+        if len(calls) > 1:
+            raise StorageUnavailableError()
+        transact(actions)
+
+    monkeypatch.setattr(ledger, "_transact", fail_after_the_first)
+    with pytest.raises(StorageUnavailableError):
+        h.engine.delete_memory(ALICE, event_id)
+    monkeypatch.setattr(ledger, "_transact", transact)
+    h.engine.delete_memory(ALICE, event_id)
+
+    # What the owner's partition holds of each kind belongs to the unrelated memory only: no
+    # event, edge, node, evidence link or work item of the deleted source is left.
+    gone = {node_id, event_id, *(n.id for n in derived), *(f"edge-{i}" for i in range(0, 60, 2))}
+    left = [
+        item[SORT_KEY]["S"]
+        for kind in ("EVENT#", "NODE#", "EVNODE#", "EDGE#", "WORK#")
+        for item in ledger._query_prefix(_pk_of(ALICE), kind)
+    ]
+    assert left
+    assert [sk for sk in left if any(g in sk for g in gone)] == []
+    assert h.engine.get_node(ALICE, kept).content == "an unrelated memory"
