@@ -523,3 +523,29 @@ def test_a_delete_that_fails_between_transactions_leaves_no_item_behind_after_th
     assert left
     assert [sk for sk in left if any(g in sk for g in gone)] == []
     assert h.engine.get_node(ALICE, kept).content == "an unrelated memory"
+
+
+def test_deleting_a_source_that_reinforced_a_memory_keeps_the_memory_without_it(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    source, node_id = _remember(h, ALICE, "Alice swims every Tuesday", node_type="fact")
+    confirming, confirming_node = _remember(h, ALICE, "I went swimming again this Tuesday")
+    reinforced = h.engine.reinforce(ALICE, node_id, evidence_id=confirming)
+    assert reinforced.evidence_refs == (source, confirming)
+    # The confirming source backs the memory it reinforced.
+    assert {n.id for n in h.engine.get_event_nodes(ALICE, confirming)} == {
+        node_id,
+        confirming_node,
+    }
+
+    deletion = h.engine.delete_memory(ALICE, confirming)
+    assert deletion.deleted_node_ids == [confirming_node]
+    assert deletion.unlinked_node_ids == [node_id]
+    kept = h.engine.get_node(ALICE, node_id)
+    assert kept.evidence_refs == (source,)
+    assert kept.confidence == reinforced.confidence
+    assert [n.id for n in h.engine.get_event_nodes(ALICE, source)] == [node_id]
+    # A repeated delete answers with the same record and changes nothing more.
+    assert h.engine.delete_memory(ALICE, confirming) == deletion
+    assert h.engine.get_node(ALICE, node_id) == kept

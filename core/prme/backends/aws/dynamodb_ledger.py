@@ -629,7 +629,18 @@ class DynamoDbLedger:
     def commit_node_change(self, change: NodeChange) -> None:
         actions: list[tuple[str, Item, dict[str, Any]]] = []
         for previous, new in change.updates:
-            (stored, *_links) = self._node_items(new)
+            (stored, *links) = self._node_items(new)
+            # The evidence links follow the refs: a source finds every node it backs.
+            actions += [
+                ("Put", link, {})
+                for link in links
+                if link["event_id"]["S"] not in previous.evidence_refs
+            ]
+            actions += [
+                _delete(_key(stored[PK]["S"], f"EVNODE#{_part(ref)}#{_part(new.id)}"))
+                for ref in dict.fromkeys(previous.evidence_refs)
+                if ref not in new.evidence_refs
+            ]
             # Replace only the exact state that was read: a concurrent change is a conflict.
             actions.append(
                 (
