@@ -1,7 +1,9 @@
 """The Python blocks of a Markdown page, as the docs tests run them: a block fenced
 ```` ```python ```` runs, one fenced ```` ```python not-run ```` is shown to readers but not run
-(for an interface that does not exist yet), and any other word after `python` is refused so a
-typo cannot quietly take a block out of the tests."""
+(for an interface that does not exist yet, or a service the tests cannot reach), one fenced
+```` ```python with-server ```` needs the server its page starts and is run by that page's own
+walk, and any other word after `python` is refused so a typo cannot quietly take a block out
+of the tests."""
 
 from __future__ import annotations
 
@@ -10,13 +12,22 @@ from dataclasses import dataclass
 
 # The marker of a block the tests leave out; the page says why next to it.
 NOT_RUN = "not-run"
+# The marker of a block that talks to the server its page starts (tests/integration/
+# test_quickstart_walk.py runs the quickstart's); the page-by-page docs test leaves it out.
+WITH_SERVER = "with-server"
 _FENCE = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 @dataclass(frozen=True)
 class PythonBlock:
     code: str
-    runs: bool
+    # The word after ```python: "" (runs on its own), NOT_RUN or WITH_SERVER.
+    marker: str = ""
+
+    @property
+    def runs(self) -> bool:
+        """Whether the block runs on its own, as the page-by-page docs test runs it."""
+        return self.marker == ""
 
 
 def python_blocks(markdown: str) -> list[PythonBlock]:
@@ -24,9 +35,11 @@ def python_blocks(markdown: str) -> list[PythonBlock]:
     blocks = []
     for match in _FENCE.finditer(markdown):
         info = match.group("info").strip()
-        if info not in ("", NOT_RUN):
-            raise ValueError(f"unknown marker after ```python: {info!r} (only {NOT_RUN!r})")
-        blocks.append(PythonBlock(code=match.group("code"), runs=info == ""))
+        if info not in ("", NOT_RUN, WITH_SERVER):
+            raise ValueError(
+                f"unknown marker after ```python: {info!r} (only {NOT_RUN!r} or {WITH_SERVER!r})"
+            )
+        blocks.append(PythonBlock(code=match.group("code"), marker=info))
     return blocks
 
 

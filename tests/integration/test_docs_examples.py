@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.doc_blocks import python_blocks, runnable_code
+from tests.harness.doc_blocks import NOT_RUN, WITH_SERVER, python_blocks, runnable_code
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(p for p in DOCS.glob("*.md") if runnable_code(p.read_text()))
@@ -22,17 +22,21 @@ def test_capability_pages_have_examples() -> None:
 
 
 def test_every_docs_block_is_run_or_marked_not_run() -> None:
-    # python_blocks refuses an unknown marker. Left out on purpose: the quickstart's remote
-    # client (until it exists) and the agents recipe's run against a real model (its test
-    # runs the same agent on a scripted model); nothing else.
+    # python_blocks refuses an unknown marker. Left out on purpose: the client reference's
+    # remote form (a made-up server; tests/api/test_clients.py makes the same calls on a live
+    # one) and the agents recipe's run against a real model (its test runs the same agent on
+    # a scripted model); nothing else. The quickstart's remote client runs in its walk.
     markdown = sorted(DOCS.rglob("*.md"))
-    left_out = {
-        page.relative_to(DOCS).as_posix(): sum(not b.runs for b in python_blocks(page.read_text()))
+    marked = {
+        page.relative_to(DOCS).as_posix(): [
+            b.marker for b in python_blocks(page.read_text()) if not b.runs
+        ]
         for page in markdown
     }
-    assert {page: count for page, count in left_out.items() if count} == {
-        "quickstart.md": 1,
-        "recipes/openai-agents.md": 1,
+    assert {page: markers for page, markers in marked.items() if markers} == {
+        "client.md": [NOT_RUN],
+        "quickstart.md": [WITH_SERVER],
+        "recipes/openai-agents.md": [NOT_RUN],
     }
 
 

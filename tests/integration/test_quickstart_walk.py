@@ -1,5 +1,6 @@
 """docs/quickstart.md walked as a reader types it, from step 2 on: its Python example saved as
-`quickstart.py`, then every command of its shell blocks, in page order, in one working
+`quickstart.py`, then every command of its shell blocks and step 4's Python block (the
+remote client), in page order, in one working
 directory where `venv/` is this test's environment. Only three things are filled in, as the
 reader would: the port (a free one instead of 8765, which may be taken), the key `prme keys
 create` printed, and an event id the server returned. Step 1 (the install) is the README's,
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.cli import free_port
-from tests.harness.doc_blocks import python_blocks
+from tests.harness.doc_blocks import WITH_SERVER, python_blocks
 
 pytestmark = pytest.mark.slow  # the real embedder, a server and a dozen subprocesses
 
@@ -76,8 +77,10 @@ def wait_until_serving(port: str, server: subprocess.Popen[str]) -> None:
 def test_the_quickstart_as_typed(reader: tuple[Path, dict[str, str]]) -> None:
     work, env = reader
     (example,) = [block.code for block in python_blocks(PAGE) if block.runs]
+    (remote_example,) = [b.code for b in python_blocks(PAGE) if b.marker == WITH_SERVER]
     (work / "quickstart.py").write_text(example)
     port = str(free_port())
+    (work / "remote.py").write_text(remote_example.replace(DOC_PORT, port))
     ran: list[tuple[str, str]] = []  # (the command as the page has it, what it printed)
 
     def output_of(fragment: str) -> str:
@@ -123,6 +126,9 @@ def test_the_quickstart_as_typed(reader: tuple[Path, dict[str, str]]) -> None:
                 stored = json.loads(output_of("/v1/store"))
                 command = command.replace("EVENT_ID", stored["event_id"])
             ran.append((typed, shell(command)))
+            if "/v1/retrieve" in command:
+                # Step 4's Python block follows its curl calls on the page.
+                ran.append(("venv/bin/python remote.py", shell("venv/bin/python remote.py")))
     finally:
         if server is not None:
             server.terminate()
@@ -140,6 +146,9 @@ def test_the_quickstart_as_typed(reader: tuple[Path, dict[str, str]]) -> None:
     assert stored["processing_status"] == "completed"
     context = json.loads(output_of("/v1/retrieve"))["bundle"]["context"]
     assert "allergic to kiwi" in context and "starts school on 8 September" in context
+    # The remote client reads the same memory as curl did.
+    assert "allergic to kiwi" in output_of("remote.py")
+    assert "events: 2" in output_of("remote.py")
     # Step 5: two memories listed, one deleted with its node, one left.
     assert len(json.loads(output_of("/v1/nodes?"))["items"]) == 2
     assert len(json.loads(output_of("/v1/events?"))["items"]) == 2

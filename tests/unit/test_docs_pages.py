@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prme.engine.config import DEFAULT_TTL_DAYS
-from tests.harness.doc_blocks import NOT_RUN, python_blocks, runnable_code
+from tests.harness.doc_blocks import NOT_RUN, WITH_SERVER, python_blocks, runnable_code
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -56,11 +56,15 @@ def test_quickstart_and_recipes_link_the_next_pages() -> None:
     assert "(docs/quickstart.md)" in (ROOT / "README.md").read_text().split("\n## ", 1)[0]
 
 
-def test_blocks_run_unless_marked_not_run() -> None:
-    page = "```python\nran = 1\n```\n\n```python not-run\nremote()\n```\n\n```bash\nls\n```\n"
-    assert [(b.code, b.runs) for b in python_blocks(page)] == [
-        ("ran = 1\n", True),
-        ("remote()\n", False),
+def test_blocks_run_unless_marked_not_run_or_with_server() -> None:
+    page = (
+        "```python\nran = 1\n```\n\n```python not-run\nremote()\n```\n\n"
+        "```python with-server\nserved()\n```\n\n```bash\nls\n```\n"
+    )
+    assert [(b.code, b.runs, b.marker) for b in python_blocks(page)] == [
+        ("ran = 1\n", True, ""),
+        ("remote()\n", False, NOT_RUN),
+        ("served()\n", False, WITH_SERVER),
     ]
     assert runnable_code(page) == "ran = 1\n"
 
