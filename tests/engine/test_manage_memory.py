@@ -549,3 +549,17 @@ def test_deleting_a_source_that_reinforced_a_memory_keeps_the_memory_without_it(
     # A repeated delete answers with the same record and changes nothing more.
     assert h.engine.delete_memory(ALICE, confirming) == deletion
     assert h.engine.get_node(ALICE, node_id) == kept
+
+
+def test_a_deleted_memory_leaves_no_words_in_the_journal(any_backend: Harness) -> None:
+    h = any_backend
+    event_id, _ = _remember(
+        h,
+        ALICE,
+        "the spare key hides under the heron statue",
+        metadata={"where": "heron statue garden"},
+    )
+    h.engine.delete_memory(ALICE, event_id)
+    journal = h.ledger.list_journal(ALICE, "", limit=1000)
+    assert journal  # the store's and the deletion's records are kept, as ids and digests
+    assert [r.id for r in journal if "heron" in r.model_dump_json()] == []
