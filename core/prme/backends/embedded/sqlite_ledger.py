@@ -592,6 +592,10 @@ class SqliteLedger:
                 "DELETE FROM work WHERE tenant=? AND owner=? AND id=?",
                 [(*owner, w.id) for w in deletion.work],
             )
+            tx.executemany(
+                "DELETE FROM journal WHERE tenant=? AND owner=? AND id=?",
+                [(*owner, record_id) for record_id in deletion.removed_journal_ids],
+            )
             self._insert_journal(tx, deletion.journal)
 
     def count_events(self, owner: OwnerKey) -> int:

@@ -299,6 +299,8 @@ class InMemoryLedger:
                 self.edges.pop((edge.tenant_id, edge.owner_id, edge.id), None)
             for item in deletion.work:
                 self.work.pop(item.id, None)
+            for record_id in deletion.removed_journal_ids:
+                self.journal.pop((*key[:2], record_id), None)
             del self.events[key]
             self.journal[(journal.tenant_id, journal.owner_id, journal.id)] = journal
 
