@@ -568,6 +568,16 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
         def page(cursor: str | None) -> ExportPage:
             return backend.engine.export_owner(owner, cursor)
 
+        stats = backend.engine.get_stats(owner)
+        if stats.pending_materializations or stats.pending_extractions:
+            # Pending work is not exported: what it would build never reaches the target.
+            print(
+                f"warning: {stats.pending_materializations} memories and "
+                f"{stats.pending_extractions} extractions are still pending; run `prme worker` "
+                "first to export them too",
+                file=sys.stderr,
+            )
+
         if args.out == "-":
             written = write_export(page, sys.stdout, _progress("exported"))
         else:
@@ -606,6 +616,8 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
                 _progress("imported"),
             )
     except LineError as exc:
+        if exc.line == 1:  # the header: nothing was imported
+            raise InvalidRequestError(str(exc)) from None
         raise InvalidRequestError(
             f"{exc}; batches before that line are imported (importing again skips them)"
         ) from None
