@@ -19,6 +19,7 @@ from prme.model.inputs import IngestInput, RetrieveInput, StoreInput
 from prme.model.portability import EXPORT_FORMAT_VERSION, ImportBatch, LineError
 from prme.model.records import OwnerKey
 from tests.harness.engines import ALICE, BOB, Harness, embedded_harness, memory_harness
+from tests.harness.records import note_node
 
 QUERIES = (
     "Which city does Alice live in?",
@@ -120,9 +121,11 @@ def _nodes(h: Harness, owner: OwnerKey) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pages and batches of a few records, so a small memory crosses several of each."""
+    """Pages, batches and ledger transactions of a few records, so a small memory crosses
+    several of each."""
     monkeypatch.setattr(engine_portability, "EXPORT_PAGE_RECORDS", 3)
-    monkeypatch.setattr(portability, "IMPORT_BATCH_RECORDS", 4)
+    monkeypatch.setattr(portability, "IMPORT_BATCH_RECORDS", 6)
+    monkeypatch.setattr(engine_portability, "_COMMIT_ACTIONS", 7)
 
 
 @pytest.mark.usefixtures("small_pages")
@@ -276,3 +279,72 @@ def test_file_lines_that_are_not_records_name_their_line() -> None:
         assert h.ledger.count_events(BOB) == 0
     with pytest.raises(LineError, match="line 1: the file is empty"):
         _import(h, BOB, "")
+
+
+def test_export_pages_stay_within_their_byte_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = memory_harness()
+    _varied_memory(h)
+    monkeypatch.setattr(engine_portability, "EXPORT_PAGE_BYTES", 900)
+    pages, cursor = [], None
+    while True:
+        page = h.engine.export_owner(ALICE, cursor)
+        pages.append([portability.record_bytes(r) for r in page.records])
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+
+    assert all(sum(sizes) <= 900 or len(sizes) == 1 for sizes in pages)
+    assert any(len(sizes) > 1 for sizes in pages)
+    assert sum(len(sizes) for sizes in pages) == len(_export(h, ALICE).splitlines()) - 1
+
+
+def test_file_batches_are_bounded_and_number_their_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(portability, "IMPORT_BATCH_BYTES", 60)
+    lines = [json.dumps({"kind": "event", "n": i, "pad": "x" * 20}) for i in range(5)]
+    lines.insert(2, "")  # a blank line ends a batch: each batch's lines follow its first
+
+    batches = list(portability.import_batches(lines, first_line=2))
+
+    numbered = [
+        (batch.first_line + i, record["n"])
+        for batch in batches
+        for i, record in enumerate(batch.records)
+    ]
+    assert numbered == [(2, 0), (3, 1), (5, 2), (6, 3), (7, 4)]
+    assert all(
+        sum(portability.record_bytes(r) for r in b.records) <= 60 or len(b.records) == 1
+        for b in batches
+    )
+
+
+def test_a_batch_larger_than_one_ledger_transaction_is_written_whole(any_backend: Harness) -> None:
+    """120 events and their nodes need about 400 ledger writes: more than one DynamoDB
+    transaction holds (100), so the import splits them."""
+    h = any_backend
+    records: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
+    for i in range(120):
+        word = "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
+        content = f"Imported memory about the place called Zz{word}"
+        node = note_node(content, node_id=f"node-{i:03d}").model_copy(
+            update={"evidence_refs": (f"event-{i:03d}",)}
+        )
+        event = {
+            "kind": "event",
+            "id": f"event-{i:03d}",
+            "content": content,
+            "content_sha256": node.content_sha256,
+            "role": "user",
+            "ingested_at": "2024-05-01T00:00:00Z",
+        }
+        records.append(event)
+        nodes.append(portability.record_of(node))
+
+    report = h.engine.import_records(
+        BOB, ImportBatch(version=EXPORT_FORMAT_VERSION, records=records + nodes)
+    )
+
+    assert (report.events, report.nodes, report.pending) == (120, 120, 0)
+    assert len(h.ledger.list_nodes(BOB)) == 120
+    found = h.engine.retrieve(BOB, RetrieveInput(query="Zznea", limit=3))
+    assert "Imported memory about the place called Zznea" in [r.content for r in found.results]
