@@ -26,7 +26,6 @@ QUERIES = (
     "What does Alice drink in the morning?",
     "How much was the bike?",
     "Where does Ana work?",
-    "What did we decide about the trip?",
 )
 
 
@@ -317,13 +316,14 @@ def test_file_batches_are_bounded_and_number_their_lines(monkeypatch: pytest.Mon
     )
 
 
+@pytest.mark.slow
 def test_a_batch_larger_than_one_ledger_transaction_is_written_whole(any_backend: Harness) -> None:
-    """120 events and their nodes need about 400 ledger writes: more than one DynamoDB
-    transaction holds (100), so the import splits them."""
+    """40 nodes need 120 ledger writes (node, evidence link, index work): more than one
+    DynamoDB transaction holds (100), so the import splits them."""
     h = any_backend
     records: list[dict[str, Any]] = []
     nodes: list[dict[str, Any]] = []
-    for i in range(120):
+    for i in range(40):
         word = "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
         content = f"Imported memory about the place called Zz{word}"
         node = note_node(content, node_id=f"node-{i:03d}").model_copy(
@@ -344,7 +344,7 @@ def test_a_batch_larger_than_one_ledger_transaction_is_written_whole(any_backend
         BOB, ImportBatch(version=EXPORT_FORMAT_VERSION, records=records + nodes)
     )
 
-    assert (report.events, report.nodes, report.pending) == (120, 120, 0)
-    assert len(h.ledger.list_nodes(BOB)) == 120
-    found = h.engine.retrieve(BOB, RetrieveInput(query="Zznea", limit=3))
-    assert "Imported memory about the place called Zznea" in [r.content for r in found.results]
+    assert (report.events, report.nodes, report.pending) == (40, 40, 0)
+    assert len(h.ledger.list_nodes(BOB)) == 40
+    found = h.engine.retrieve(BOB, RetrieveInput(query="Zzlba", limit=3))
+    assert "Imported memory about the place called Zzlba" in [r.content for r in found.results]
