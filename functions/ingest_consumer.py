@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import queue_specs
 from prme.engine.identity import validate_user_id
-from prme.errors import InvalidRequestError
+from prme.errors import ConflictError, InvalidRequestError
 from prme.model.input_policy import check_name
 from prme.model.inputs import FastIngestItem
 from prme.model.records import OwnerKey
@@ -113,9 +113,15 @@ def record_handler(record: SQSRecord) -> None:
         _reject(record, "invalid_message:json_limits")
         return
     owner = OwnerKey(tenant_id=message.tenant_id, owner_id=message.owner_id)
-    result = backend().engine.ingest_import(
-        owner, message.body.items, idempotency_key=str(message.idempotency_key)
-    )
+    try:
+        result = backend().engine.ingest_import(
+            owner, message.body.items, idempotency_key=str(message.idempotency_key)
+        )
+    except ConflictError:
+        # The key already wrote other items, or memories it wrote were deleted since: no
+        # redelivery can succeed, and writing them again would undo the owner's delete.
+        _reject(record, "idempotency_conflict")
+        return
     metrics.add_metric(name="EventsImported", unit=MetricUnit.Count, value=result.accepted)
 
 
