@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TextIO, TypeVar
 
 from pydantic import ValidationError
 
@@ -21,6 +21,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.engine.store import StoreResult
 from prme.engine.work_dispatch import ProcessingReport
 from prme.errors import InvalidRequestError, require_input_policy
+from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
@@ -35,6 +36,13 @@ from prme.model.feedback import (
     ReplayReport,
 )
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.portability import (
+    EXPORT_FORMAT_VERSION,
+    ExportPage,
+    ImportBatch,
+    ImportReport,
+    LineError,
+)
 from prme.model.quantities import (
     QuantityAggregation,
     QuantityAggregationQuery,
@@ -69,6 +77,7 @@ _Input = TypeVar(
     AnswerCitationInput,
     listings.NodeFilter,
     listings.EventFilter,
+    ImportBatch,
 )
 
 
@@ -239,6 +248,51 @@ class MemoryClient:
     @_operation("get_stats")
     def get_stats(self, *, user_id: str | None = None) -> listings.OwnerStats:
         return self._engine.get_stats(self._owner(user_id))
+
+    @_operation("export_owner")
+    def export_owner(self, *, cursor: str | None = None, user_id: str | None = None) -> ExportPage:
+        """`export_to` writes a whole export file."""
+        return self._engine.export_owner(self._owner(user_id), cursor)
+
+    @_operation("import_records")
+    def import_records(
+        self,
+        records: Sequence[dict[str, Any]],
+        *,
+        version: int = EXPORT_FORMAT_VERSION,
+        first_line: int = 2,
+        user_id: str | None = None,
+    ) -> ImportReport:
+        """`import_from` imports a whole export file."""
+        batch = _validated(
+            ImportBatch, {"records": list(records), "version": version, "first_line": first_line}
+        )
+        return self._engine.import_records(self._owner(user_id), batch)
+
+    def export_to(
+        self, out: TextIO, *, user_id: str | None = None, progress: TransferProgress | None = None
+    ) -> int:
+        """Write the user's whole export as NDJSON to `out`; returns the records written.
+        `progress(done, total)` is called after each page."""
+        owner = self._owner(user_id)
+        return write_export(lambda cursor: self._engine.export_owner(owner, cursor), out, progress)
+
+    def import_from(
+        self,
+        lines: Iterable[str],
+        *,
+        user_id: str | None = None,
+        progress: TransferProgress | None = None,
+    ) -> ImportTotals:
+        """Import an export file (its lines, e.g. an open file) into the user's memory, a batch
+        at a time. Raises LineError for a line that is not a record (the batches before it are
+        written; importing the file again skips them). `progress(done, total)` follows each
+        batch."""
+        owner = self._owner(user_id)
+        try:
+            return read_export(lines, lambda b: self._engine.import_records(owner, b), progress)
+        except LineError as exc:
+            raise InvalidRequestError(str(exc)) from None
 
     @_operation("get_processing_status")
     def get_processing_status(

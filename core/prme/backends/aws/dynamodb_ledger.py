@@ -815,6 +815,12 @@ class DynamoDbLedger:
         items, next_after = self._id_page(owner, "EVENT#", after_id, limit)
         return load_readable(Event, "event", map(_stored, items)), next_after
 
+    def list_edges_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryEdge], str | None]:
+        items, next_after = self._id_page(owner, "EDGE#", after_id, limit)
+        return load_readable(MemoryEdge, "edge", map(_stored, items)), next_after
+
     def _id_page(
         self, owner: OwnerKey, prefix: str, after_id: str | None, limit: int
     ) -> tuple[list[dict[str, Any]], str | None]:

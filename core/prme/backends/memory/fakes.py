@@ -37,7 +37,7 @@ from prme.model.records import (
 )
 from prme.model.search import IndexDocument, IndexHits, IndexQuery
 
-_Record = TypeVar("_Record", Event, MemoryNode)
+_Record = TypeVar("_Record", Event, MemoryNode, MemoryEdge)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -284,6 +284,12 @@ class InMemoryLedger:
     ) -> tuple[list[Event], str | None]:
         with self._lock:
             return _page(self.events, owner, after_id, limit)
+
+    def list_edges_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryEdge], str | None]:
+        with self._lock:
+            return _page(self.edges, owner, after_id, limit)
 
     def delete_event(self, deletion: EventDeletion) -> None:
         journal = deletion.journal
