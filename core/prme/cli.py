@@ -1,5 +1,5 @@
 """The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex, search,
-list, delete and count an owner's memories.
+list, delete, count, export and import an owner's memories.
 
 Exit codes: 0 done; 1 the command ran and failed (a key id that does not exist, storage or
 the embedder unavailable); 2 the command line or a `PRME_*` setting is wrong, nothing was
@@ -16,8 +16,9 @@ import os
 import re
 import shlex
 import sys
+import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from prme.errors import (
 from prme.http.schemas import EventListQuery, NodeListQuery
 from prme.model.enums import CredentialRole
 from prme.model.listings import EventPage, NodePage
+from prme.model.portability import ExportPage
 from prme.model.records import Event, MemoryNode, OwnerKey
 from prme.settings import ENV_PREFIX, Settings
 
@@ -59,7 +61,18 @@ class CommandFailedError(Exception):
 
 
 # Commands that open the search index, which the aws backend finds at PRME_OPENSEARCH_URL.
-_OPENS_SEARCH_INDEX = {"serve", "worker", "reindex", "search", "mcp", "list", "delete", "stats"}
+_OPENS_SEARCH_INDEX = {
+    "serve",
+    "worker",
+    "reindex",
+    "search",
+    "mcp",
+    "list",
+    "delete",
+    "stats",
+    "export",
+    "import",
+}
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -533,6 +546,93 @@ def _stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _progress(verb: str) -> Callable[[int, int], None]:
+    """Progress lines on stderr: records done of the total the file's header counts, and the
+    rate so far."""
+    started = time.monotonic()
+
+    def say(done: int, total: int) -> None:
+        rate = done / max(time.monotonic() - started, 1e-3)
+        print(f"{verb} {done}/{total} records ({rate:.0f}/s)", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write one owner's memory to an NDJSON export file (or stdout with `--out -`)."""
+    from prme.export_files import write_export
+
+    owner = _owner(args, settings)
+    backend = open_backend(settings, args.data_dir)
+    try:
+
+        def page(cursor: str | None) -> ExportPage:
+            return backend.engine.export_owner(owner, cursor)
+
+        stats = backend.engine.get_stats(owner)
+        if stats.pending_materializations or stats.pending_extractions:
+            # Pending work is not exported: what it would build never reaches the target.
+            print(
+                f"warning: {stats.pending_materializations} memories and "
+                f"{stats.pending_extractions} extractions are still pending; run `prme worker` "
+                "first to export them too",
+                file=sys.stderr,
+            )
+
+        if args.out == "-":
+            written = write_export(page, sys.stdout, _progress("exported"))
+        else:
+            target = Path(args.out)
+            # Written beside the target and renamed at the end: a failed export never leaves
+            # a file that looks complete.
+            partial = target.with_name(target.name + ".partial")
+            try:
+                with partial.open("w", encoding="utf-8") as out:
+                    written = write_export(page, out, _progress("exported"))
+                partial.replace(target)
+            finally:
+                partial.unlink(missing_ok=True)
+    finally:
+        backend.close()
+    print(f"exported {written} records of user {visible(owner.owner_id)}", file=sys.stderr)
+    return 0
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    """Import an NDJSON export file (or stdin with `-`) into one owner's memory."""
+    from prme.export_files import read_export
+    from prme.model.portability import LineError
+
+    owner = _owner(args, settings)
+    backend = open_backend(settings, args.data_dir)
+    try:
+        with contextlib.ExitStack() as files:
+            if args.file == "-":
+                lines: Iterable[str] = sys.stdin
+            else:
+                lines = files.enter_context(Path(args.file).open(encoding="utf-8"))
+            totals = read_export(
+                lines,
+                lambda batch: backend.engine.import_records(owner, batch),
+                _progress("imported"),
+            )
+    except LineError as exc:
+        if exc.line == 1:  # the header: nothing was imported
+            raise InvalidRequestError(str(exc)) from None
+        raise InvalidRequestError(
+            f"{exc}; batches before that line are imported (importing again skips them)"
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidRequestError("the file is not UTF-8 text; is it a PRME export?") from None
+    finally:
+        backend.close()
+    print(
+        f"imported events={totals.events} nodes={totals.nodes} edges={totals.edges} "
+        f"skipped={totals.skipped} pending={totals.pending}"
+    )
+    return 0
+
+
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the MCP tools on stdin/stdout for one configured owner (nothing else on stdout)."""
     from prme.engine.identity import Principal, validate_user_id
@@ -647,6 +747,20 @@ def _add_manage_commands(
     stats = command(sub, "stats", "count one owner's events, memory nodes and pending work")
     stats.add_argument("--user-id", default="default", help="the owner whose memory to count")
     stats.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+    export = command(
+        sub, "export", "write one owner's memory to an NDJSON file (progress on stderr)"
+    )
+    export.add_argument("--user-id", default="default", help="the owner whose memory to export")
+    export.add_argument(
+        "--out", required=True, metavar="FILE", help="the file to write; - writes to stdout"
+    )
+
+    load = command(
+        sub, "import", "import an NDJSON export file into one owner's memory (progress on stderr)"
+    )
+    load.add_argument("file", help="the export file; - reads stdin")
+    load.add_argument("--user-id", default="default", help="the owner to import into")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -837,6 +951,8 @@ HANDLERS: dict[str, Handler] = {
     "list": _list,
     "delete": _delete,
     "stats": _stats,
+    "export": _export,
+    "import": _import,
 }
 
 

@@ -10,12 +10,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, get_args, get_type_hints
+from typing import (
+    Any,
+    Concatenate,
+    Literal,
+    ParamSpec,
+    TextIO,
+    TypeVar,
+    get_args,
+    get_type_hints,
+)
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -28,8 +37,9 @@ from prme.engine.identity import Principal, resolve_owner
 from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
+from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import judgment_schemas, schemas
-from prme.model import feedback, listings, quantities
+from prme.model import feedback, listings, portability, quantities
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
 from prme.model.quantities import QuantityAggregationQuery
@@ -225,6 +235,36 @@ class _Calls:
 
     def get_stats(self, *, user_id: str | None = None) -> Call[listings.OwnerStats]:
         return Call("get_stats", user_id, local=lambda at: at.engine.get_stats(at.owner))
+
+    def export_owner(
+        self, *, cursor: str | None = None, user_id: str | None = None
+    ) -> Call[portability.ExportPage]:
+        """`export_to` writes a whole export file."""
+        return Call(
+            "export_owner",
+            user_id,
+            query={"cursor": cursor},
+            local=lambda at: at.engine.export_owner(at.owner, cursor),
+        )
+
+    def import_records(
+        self,
+        records: Sequence[dict[str, Any]],
+        *,
+        version: int = portability.EXPORT_FORMAT_VERSION,
+        first_line: int = 2,
+        user_id: str | None = None,
+    ) -> Call[portability.ImportReport]:
+        """`import_from` imports a whole export file."""
+        body = _from_arguments(schemas.ImportRequest, {**locals(), "records": list(records)})
+        return Call(
+            "import_records",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.import_records(
+                at.owner, _engine_input(portability.ImportBatch, body)
+            ),
+        )
 
     def get_processing_status(
         self, event_id: str, *, user_id: str | None = None
@@ -565,6 +605,17 @@ def _table_call(operation: Operation, call: Call[Any], at: InProcess) -> Any:
     raise TypeError(f"{operation.name}: an ADAPTER operation's call needs its in-process form")
 
 
+def _import_lines(
+    lines: Iterable[str],
+    write: Callable[[portability.ImportBatch], portability.ImportReport],
+    progress: TransferProgress | None,
+) -> ImportTotals:
+    try:
+        return read_export(lines, write, progress)
+    except portability.LineError as exc:
+        raise InvalidRequestError(str(exc)) from None
+
+
 def _is_url(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(("http://", "https://"))
 
@@ -667,6 +718,34 @@ class MemoryClient:
     def close(self) -> None:
         self._transport.close()
 
+    def export_to(
+        self, out: TextIO, *, user_id: str | None = None, progress: TransferProgress | None = None
+    ) -> int:
+        """Write the user's whole export as NDJSON to `out`, a page at a time; returns the
+        records written. `progress(done, total)` is called after each page."""
+        return write_export(
+            lambda cursor: self.export_owner(cursor=cursor, user_id=user_id), out, progress
+        )
+
+    def import_from(
+        self,
+        lines: Iterable[str],
+        *,
+        user_id: str | None = None,
+        progress: TransferProgress | None = None,
+    ) -> ImportTotals:
+        """Import an export file (its lines, e.g. an open file) into the user's memory, a batch
+        at a time. A line that is not a record is an InvalidRequestError naming it (the batches
+        before it are written; importing the file again skips them). `progress(done, total)`
+        follows each batch."""
+        return _import_lines(
+            lines,
+            lambda batch: self.import_records(
+                batch.records, version=batch.version, first_line=batch.first_line, user_id=user_id
+            ),
+            progress,
+        )
+
     store = _blocking(_Calls.store)
     retrieve = _blocking(_Calls.retrieve)
     get_event = _blocking(_Calls.get_event)
@@ -676,6 +755,8 @@ class MemoryClient:
     list_events = _blocking(_Calls.list_events)
     delete_memory = _blocking(_Calls.delete_memory)
     get_stats = _blocking(_Calls.get_stats)
+    export_owner = _blocking(_Calls.export_owner)
+    import_records = _blocking(_Calls.import_records)
     get_processing_status = _blocking(_Calls.get_processing_status)
     get_retrieval_receipt = _blocking(_Calls.get_retrieval_receipt)
     process_materializations = _blocking(_Calls.process_materializations)
@@ -762,6 +843,41 @@ class AsyncMemoryClient:
             await asyncio.get_running_loop().run_in_executor(self._worker, self._local.close)
             self._worker.shutdown()
 
+    async def export_to(
+        self, out: TextIO, *, user_id: str | None = None, progress: TransferProgress | None = None
+    ) -> int:
+        """Write the user's whole export as NDJSON to `out`, a page at a time; returns the
+        records written. `progress(done, total)` is called after each page."""
+        loop = asyncio.get_running_loop()
+
+        def page(cursor: str | None) -> portability.ExportPage:
+            # The file is written on a worker thread; each page is fetched on the event loop.
+            fetched = self.export_owner(cursor=cursor, user_id=user_id)
+            return asyncio.run_coroutine_threadsafe(fetched, loop).result()
+
+        return await asyncio.to_thread(write_export, page, out, progress)
+
+    async def import_from(
+        self,
+        lines: Iterable[str],
+        *,
+        user_id: str | None = None,
+        progress: TransferProgress | None = None,
+    ) -> ImportTotals:
+        """Import an export file (its lines, e.g. an open file) into the user's memory, a batch
+        at a time. A line that is not a record is an InvalidRequestError naming it (the batches
+        before it are written; importing the file again skips them). `progress(done, total)`
+        follows each batch."""
+        loop = asyncio.get_running_loop()
+
+        def write(batch: portability.ImportBatch) -> portability.ImportReport:
+            written = self.import_records(
+                batch.records, version=batch.version, first_line=batch.first_line, user_id=user_id
+            )
+            return asyncio.run_coroutine_threadsafe(written, loop).result()
+
+        return await asyncio.to_thread(_import_lines, lines, write, progress)
+
     async def _run(self, call: Call[_Result]) -> _Result:
         if self._remote is not None:
             return await self._remote.run(call)
@@ -778,6 +894,8 @@ class AsyncMemoryClient:
     list_events = _awaitable(_Calls.list_events)
     delete_memory = _awaitable(_Calls.delete_memory)
     get_stats = _awaitable(_Calls.get_stats)
+    export_owner = _awaitable(_Calls.export_owner)
+    import_records = _awaitable(_Calls.import_records)
     get_processing_status = _awaitable(_Calls.get_processing_status)
     get_retrieval_receipt = _awaitable(_Calls.get_retrieval_receipt)
     process_materializations = _awaitable(_Calls.process_materializations)

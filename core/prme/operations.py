@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 
 from prme.http import judgment_schemas, schemas
-from prme.model import bindings, feedback, inputs, listings, quantities
+from prme.model import bindings, feedback, inputs, listings, portability, quantities
 from prme.retrieval import receipts
 
 
@@ -368,6 +368,35 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/stats"),
         request=None,
         response=listings.OwnerStats,
+    ),
+    Operation(
+        "export_owner",
+        Capability.MEMORIES,
+        "Export the owner's memory a page at a time",
+        "One page of the owner's memory as export records (source events verbatim, memory "
+        "nodes, edges; never vectors, receipts, feedback or keys): the first page also carries "
+        "the file's header. Write the header and each record as one NDJSON line, and pass "
+        "next_cursor back until it is null.",
+        http=HttpRoute("GET", "/v1/export"),
+        request=None,
+        response=portability.ExportPage,
+    ),
+    Operation(
+        "import_records",
+        Capability.MEMORIES,
+        "Import a batch of export records",
+        "Write a batch of export records (the lines after an export's header) into the "
+        "owner's memory, whoever the file was exported from, and index them. The batch is "
+        "checked whole first: a bad record is refused with its line number and nothing of the "
+        "batch is written. Records the owner already has (same id) are skipped, so importing "
+        "a file again adds nothing.",
+        http=HttpRoute(
+            "POST",
+            "/v1/import",
+            extra_errors={409: "The owner already has an event of that id with other content"},
+        ),
+        request=schemas.ImportRequest,
+        response=portability.ImportReport,
     ),
     # -- processing --
     Operation(

@@ -175,6 +175,12 @@ class Ledger(Protocol):
         """As `list_nodes_page`, for the owner's source events."""
         ...
 
+    def list_edges_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryEdge], str | None]:
+        """As `list_nodes_page`, for the owner's edges (an export reads them all this way)."""
+        ...
+
     def delete_event(self, deletion: EventDeletion) -> None:
         """Remove the event, the listed nodes (with their evidence links and expiry entries),
         edges and work items, and append the journal record: the event and the record in

@@ -5,6 +5,7 @@ the same `prme.errors` classes, and retry a lost write with the same Idempotency
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import uuid
 from collections.abc import Iterator
@@ -138,6 +139,22 @@ def test_receipts_and_feedback(client: MemoryClient, user: str) -> None:
     proposals = client.list_alias_proposals(user_id=user)
     assert type(proposals) is judgment_schemas.AliasProposalListResponse
     assert proposals.items == []
+
+
+def test_export_and_import_round_trip(client: MemoryClient, user: str) -> None:
+    client.store("The spare key is under the blue pot.", node_type="fact", user_id=user)
+    client.store("Water the basil on Sundays.", user_id=user)
+    exported = io.StringIO()
+    assert client.export_to(exported, user_id=user) == 4  # two events, two nodes
+    copy = f"{user}-copy"
+    totals = client.import_from(io.StringIO(exported.getvalue()), user_id=copy)
+    assert (totals.events, totals.nodes) == (2, 2)
+    contents = {n.content for n in client.list_nodes(user_id=copy).items}
+    assert contents == {"The spare key is under the blue pot.", "Water the basil on Sundays."}
+    answer = client.retrieve("Where is the spare key?", user_id=copy)
+    assert answer.results[0].content == "The spare key is under the blue pot."
+    with pytest.raises(InvalidRequestError):
+        client.import_from(io.StringIO("not an export\n"), user_id=copy)
 
 
 def _comparable(result: BaseModel | list[Any]) -> str:

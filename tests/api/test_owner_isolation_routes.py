@@ -112,6 +112,8 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/events"): Case("query"),
     ("GET", "/v1/nodes"): Case("query"),
     ("GET", "/v1/stats"): Case("query"),
+    ("GET", "/v1/export"): Case("query"),
+    ("POST", "/v1/import"): Case("body", lambda _: {"version": 1, "records": []}),
     ("GET", "/v1/events/{event_id}/nodes"): Case("query", foreign=True),
     ("GET", "/v1/events/{event_id}/processing-status"): Case("query", foreign=True),
     ("GET", "/v1/events/{event_id}/extraction-status"): Case("query", foreign=True),

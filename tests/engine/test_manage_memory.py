@@ -11,6 +11,7 @@ import pytest
 from prme.backends.aws.dynamodb_ledger import _pk_of
 from prme.backends.aws.resources import SORT_KEY
 from prme.backends.memory.fakes import InMemoryIndex
+from prme.engine.identity import Principal
 from prme.engine.indexing import index_nodes
 from prme.errors import (
     ConflictError,
@@ -19,6 +20,7 @@ from prme.errors import (
     NotFoundError,
     StorageUnavailableError,
 )
+from prme.model.aliases import AliasDecision
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
@@ -359,11 +361,27 @@ def test_a_deleted_memory_leaves_no_alias_proposal_naming_it(any_backend: Harnes
     assert len(proposals) == 2
     assert any(doomed in p.proposal.node_ids for p in proposals)
 
-    h.engine.delete_memory(ALICE, doomed_event)
+    doomed_pair = next(p for p in proposals if doomed in p.proposal.node_ids)
+    review = h.engine.review_alias_proposal(
+        ALICE,
+        doomed_pair.proposal_operation_id,
+        actor=Principal.owner(ALICE.tenant_id, ALICE.owner_id, key_id="reviewer-key"),
+        decision=AliasDecision.REJECTED,
+        reviewer_id="human:catalog",
+        reason="different companies",
+    )
+    assert review.review_journal is not None
 
-    # A proposal carries its nodes' names (their content): one naming a deleted node goes.
+    deletion = h.engine.delete_memory(ALICE, doomed_event)
+
+    # A proposal carries its nodes' names (their content): one naming a deleted node goes,
+    # from the listing and from the journal, with its review.
+    assert deletion.alias_proposals_removed == 1
     [left] = h.engine.list_alias_proposals(ALICE)
     assert set(left.proposal.node_ids) == {kept_a, kept_b}
+    journal = h.ledger.list_journal(ALICE, "", limit=1000)
+    assert [r.id for r in journal if "IBM" in r.model_dump_json()] == []
+    assert review.review_journal.id not in {r.id for r in journal}
 
 
 def _with_binding(h: Harness) -> tuple[str, str]:
@@ -549,3 +567,17 @@ def test_deleting_a_source_that_reinforced_a_memory_keeps_the_memory_without_it(
     # A repeated delete answers with the same record and changes nothing more.
     assert h.engine.delete_memory(ALICE, confirming) == deletion
     assert h.engine.get_node(ALICE, node_id) == kept
+
+
+def test_a_deleted_memory_leaves_no_words_in_the_journal(any_backend: Harness) -> None:
+    h = any_backend
+    event_id, _ = _remember(
+        h,
+        ALICE,
+        "the spare key hides under the heron statue",
+        metadata={"where": "heron statue garden"},
+    )
+    h.engine.delete_memory(ALICE, event_id)
+    journal = h.ledger.list_journal(ALICE, "", limit=1000)
+    assert journal  # the store's and the deletion's records are kept, as ids and digests
+    assert [r.id for r in journal if "heron" in r.model_dump_json()] == []

@@ -36,8 +36,9 @@ from prme.operations import BY_NAME
 from prme.remote import RetryPolicy, retry_after_seconds
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-# Client methods that are not operations: the context manager and an older name.
-PLUMBING = {"close", "process_pending"}
+# Client methods that are not operations: closing, an older name, and the export and import
+# loops over export_owner and import_records.
+PLUMBING = {"close", "process_pending", "export_to", "import_from"}
 
 
 def _methods(cls: type) -> dict[str, typing.Any]:
@@ -56,6 +57,17 @@ def test_both_clients_have_the_same_methods_with_the_same_signatures() -> None:
         assert inspect.iscoroutinefunction(awaitable[name]), name
         assert not inspect.iscoroutinefunction(method), name
         assert method.__doc__ == awaitable[name].__doc__, name
+    for name in PLUMBING:
+        blocking_form, awaitable_form = (
+            getattr(MemoryClient, name),
+            getattr(AsyncMemoryClient, name),
+        )
+        assert inspect.iscoroutinefunction(awaitable_form), name
+        same = (
+            inspect.signature(blocking_form).parameters
+            == inspect.signature(awaitable_form).parameters
+        )
+        assert same, name
 
 
 def test_each_method_returns_its_operations_response_model() -> None:

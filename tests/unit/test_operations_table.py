@@ -48,7 +48,8 @@ from prme.operations import (
 from tests.harness.engines import TOKEN_COUNTER
 
 # MemoryClient methods that are not operations: the context manager and an older name.
-CLIENT_PLUMBING = {"close", "process_pending"}
+# Methods that are no operation: closing, and loops over operations (whole export files).
+CLIENT_PLUMBING = {"close", "process_pending", "export_to", "import_from"}
 # Tool arguments whose JSON form differs from the model field's, so they say so themselves:
 # ttl_days takes the word "type_default" where Python and HTTP omit the field.
 MCP_OWN_FORMS = {("memory_store", "ttl_days")}

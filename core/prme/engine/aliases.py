@@ -517,6 +517,17 @@ def list_alias_proposals(
     return items[:limit]
 
 
+def proposal_records_naming(deps: EngineDeps, owner: OwnerKey, node_ids: set[str]) -> list[str]:
+    """The journal ids of the alias proposals that name any of `node_ids`, and of their
+    reviews: a deleted entity's name and the source words it was grounded in leave with it."""
+    named: list[str] = []
+    for record in _all(deps, owner, ALIAS_PROPOSAL_PREFIX):
+        proposal = _decode_proposal(record)
+        if proposal is not None and node_ids.intersection(proposal.node_ids):
+            named += [record.id, ALIAS_REVIEW_PREFIX + proposal.proposal_operation_id]
+    return named
+
+
 def _deleted_nodes(deps: EngineDeps, owner: OwnerKey, node_ids: set[str]) -> set[str]:
     """Those of `node_ids` the ledger no longer holds (an unreadable node is not deleted)."""
     found = deps.ledger.get_nodes(owner, sorted(node_ids))

@@ -12,9 +12,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
+from prme.engine.aliases import proposal_records_naming
 from prme.engine.deps import EngineDeps
 from prme.engine.journal import read_journal
 from prme.errors import ConflictError, CorruptRecordError, InvalidRequestError, NotFoundError
+from prme.model.aliases import ALIAS_PROPOSAL_PREFIX
+from prme.model.enums import NodeType
 from prme.model.listings import (
     EVIDENCE_UNLINK_OPERATION,
     EVIDENCE_UNLINK_PREFIX,
@@ -136,6 +139,8 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     for node in nodes:
         edges.update((edge.id, edge) for edge in deps.ledger.list_node_edges(owner, node.id))
     work = deps.ledger.list_event_work(owner, event_id)
+    entities = {node.id for node in nodes if node.node_type is NodeType.ENTITY}
+    proposals = proposal_records_naming(deps, owner, entities) if entities else []
     journal = JournalRecord.build(
         record_id=record_id,
         owner=owner,
@@ -148,6 +153,9 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
             "edges_removed": len(edges),
             "work_items_removed": len(work),
             "unlinked_node_ids": unlinked,
+            "alias_proposals_removed": sum(
+                1 for record_id in proposals if record_id.startswith(ALIAS_PROPOSAL_PREFIX)
+            ),
         },
     )
     # The index documents go first: a ledger delete too large for one DynamoDB transaction
@@ -163,6 +171,7 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
                 edges=list(edges.values()),
                 work=work,
                 journal=journal,
+                removed_journal_ids=proposals,
             )
         )
     return _finish_deletion(deps, owner, record_id)

@@ -13,6 +13,7 @@ from prme.engine import (
     ingest_fast,
     lifecycle,
     manage,
+    portability,
     quantities,
     reads,
     retrieve,
@@ -47,6 +48,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
+from prme.model.portability import ExportPage, ImportBatch, ImportReport
 from prme.model.quantities import (
     QuantityAggregation,
     QuantityAggregationQuery,
@@ -150,6 +152,14 @@ class MemoryEngine:
 
     def get_stats(self, owner: OwnerKey) -> listings.OwnerStats:
         return manage.get_stats(self.deps, owner)
+
+    # -- moving an owner's memory (engine/portability.py) --
+
+    def export_owner(self, owner: OwnerKey, cursor: str | None = None) -> ExportPage:
+        return portability.export_owner(self.deps, owner, cursor)
+
+    def import_records(self, owner: OwnerKey, batch: ImportBatch) -> ImportReport:
+        return portability.import_records(self.deps, owner, batch)
 
     def get_processing_status(
         self, owner: OwnerKey, event_id: str

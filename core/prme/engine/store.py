@@ -93,7 +93,9 @@ def build_store_commit(
         payload={
             "event_id": event.id,
             "event_sha256": event.content_sha256,
-            "node": node.model_dump(mode="json"),
+            # The snapshot without the words (content_sha256 names them): the event holds
+            # them, and deleting the memory must leave none behind in the journal.
+            "node": node.model_dump(mode="json", exclude={"content", "metadata"}),
         },
     )
     work = WorkItem.queued(

@@ -12,7 +12,14 @@ from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import resolve_owner
 from prme.engine.service import MemoryEngine
 from prme.engine.work_dispatch import ProcessingReport
-from prme.http import routes_aliases, routes_keys, routes_manage, routes_quantities, table_routes
+from prme.http import (
+    routes_aliases,
+    routes_keys,
+    routes_manage,
+    routes_portability,
+    routes_quantities,
+    table_routes,
+)
 from prme.http.auth import LoopbackOnlyMiddleware
 from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.deadlines import RequestDeadlineMiddleware
@@ -89,6 +96,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     table_routes.register(app, engine)
     routes_aliases.register(app, engine)
     routes_manage.register(app, engine)
+    routes_portability.register(app, engine)
     routes_quantities.register(app, engine)
     routes_keys.register(app, runtime)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).

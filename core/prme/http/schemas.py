@@ -14,6 +14,7 @@ from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import CredentialRole, LifecycleState, NodeType, ProcessingStatus, Role, Scope
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, EventPage, NodeFilter, NodePage
+from prme.model.portability import ImportBatch
 from prme.model.records import Credential, Event, MemoryNode, WorkItem
 from prme.retrieval.results import (
     ContextBundle,
@@ -499,3 +500,9 @@ class IssuedKeyResponse(KeyResponse):
         description="True when this key ended the server's keyless local mode: from now on "
         "every request needs a key"
     )
+
+
+class ImportRequest(ImportBatch):
+    """POST /v1/import: a batch of an export file's records, for the owner of the call."""
+
+    user_id: str | None = USER_ID

@@ -90,6 +90,8 @@ class EventDeletion(BaseModel):
     edges: list[MemoryEdge]
     work: list[WorkItem]
     journal: JournalRecord
+    # Journal records that name the deleted nodes (alias proposals and their reviews).
+    removed_journal_ids: list[str] = []
 
 
 class MemoryDeletion(BaseModel):
@@ -104,6 +106,11 @@ class MemoryDeletion(BaseModel):
     )
     edges_removed: int = Field(description="Edges (such as alias links) of those nodes removed")
     work_items_removed: int = Field(description="Work items of the event removed, pending or not")
+    alias_proposals_removed: int = Field(
+        default=0,
+        description="Alias proposals naming a deleted node removed, with their reviews (they "
+        "held its name and the source words it was grounded in)",
+    )
     unlinked_node_ids: list[str] = Field(
         default_factory=list,
         description="Nodes of other sources that the event had reinforced (or been merged "

@@ -815,6 +815,12 @@ class DynamoDbLedger:
         items, next_after = self._id_page(owner, "EVENT#", after_id, limit)
         return load_readable(Event, "event", map(_stored, items)), next_after
 
+    def list_edges_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryEdge], str | None]:
+        items, next_after = self._id_page(owner, "EDGE#", after_id, limit)
+        return load_readable(MemoryEdge, "edge", map(_stored, items)), next_after
+
     def _id_page(
         self, owner: OwnerKey, prefix: str, after_id: str | None, limit: int
     ) -> tuple[list[dict[str, Any]], str | None]:
@@ -844,9 +850,12 @@ class DynamoDbLedger:
         # Units never split across transactions. A retry finds what is left through the event
         # (its work, its evidence links) and through the nodes those links reach (their edges,
         # their other links), so what leads to other items leaves with or after them: edges
-        # and work first, then each node's links to other events, then each node together
-        # with its link to this event, the event itself last.
-        units: list[list[Item]] = [[_key(pk, f"EDGE#{_part(edge.id)}")] for edge in deletion.edges]
+        # and work first (and the journal records naming the nodes), then each node's links to
+        # other events, then each node together with its link to this event, the event last.
+        units: list[list[Item]] = [
+            [_key(pk, f"JOURNAL#{_part(record_id)}")] for record_id in deletion.removed_journal_ids
+        ]
+        units += [[_key(pk, f"EDGE#{_part(edge.id)}")] for edge in deletion.edges]
         units += [[_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}")] for w in deletion.work]
         units += [
             [_key(pk, f"EVNODE#{_part(ref)}#{_part(node.id)}")]

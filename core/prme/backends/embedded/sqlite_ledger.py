@@ -556,8 +556,18 @@ class SqliteLedger:
         rows = self._page_rows("events", owner, after_id, limit)
         return load_readable(Event, "event", rows[:limit]), _next_after(rows, limit)
 
+    def list_edges_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryEdge], str | None]:
+        rows = self._page_rows("edges", owner, after_id, limit)
+        return load_readable(MemoryEdge, "edge", rows[:limit]), _next_after(rows, limit)
+
     def _page_rows(
-        self, table: Literal["events", "nodes"], owner: OwnerKey, after_id: str | None, limit: int
+        self,
+        table: Literal["events", "nodes", "edges"],
+        owner: OwnerKey,
+        after_id: str | None,
+        limit: int,
     ) -> list[tuple[str, str]]:
         # A range over the primary key; one row more than asked says whether more follow.
         rows = self._query(
@@ -591,6 +601,10 @@ class SqliteLedger:
             tx.executemany(
                 "DELETE FROM work WHERE tenant=? AND owner=? AND id=?",
                 [(*owner, w.id) for w in deletion.work],
+            )
+            tx.executemany(
+                "DELETE FROM journal WHERE tenant=? AND owner=? AND id=?",
+                [(*owner, record_id) for record_id in deletion.removed_journal_ids],
             )
             self._insert_journal(tx, deletion.journal)
 

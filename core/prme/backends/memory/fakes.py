@@ -37,7 +37,7 @@ from prme.model.records import (
 )
 from prme.model.search import IndexDocument, IndexHits, IndexQuery
 
-_Record = TypeVar("_Record", Event, MemoryNode)
+_Record = TypeVar("_Record", Event, MemoryNode, MemoryEdge)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -285,6 +285,12 @@ class InMemoryLedger:
         with self._lock:
             return _page(self.events, owner, after_id, limit)
 
+    def list_edges_page(
+        self, owner: OwnerKey, *, after_id: str | None, limit: int
+    ) -> tuple[list[MemoryEdge], str | None]:
+        with self._lock:
+            return _page(self.edges, owner, after_id, limit)
+
     def delete_event(self, deletion: EventDeletion) -> None:
         journal = deletion.journal
         key = (deletion.owner.tenant_id, deletion.owner.owner_id, deletion.event_id)
@@ -299,6 +305,8 @@ class InMemoryLedger:
                 self.edges.pop((edge.tenant_id, edge.owner_id, edge.id), None)
             for item in deletion.work:
                 self.work.pop(item.id, None)
+            for record_id in deletion.removed_journal_ids:
+                self.journal.pop((*key[:2], record_id), None)
             del self.events[key]
             self.journal[(journal.tenant_id, journal.owner_id, journal.id)] = journal
 
