@@ -25,6 +25,7 @@ from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope
+from prme.model.erasure import OwnerErasure
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -239,6 +240,10 @@ class MemoryClient:
     @_operation("get_stats")
     def get_stats(self, *, user_id: str | None = None) -> listings.OwnerStats:
         return self._engine.get_stats(self._owner(user_id))
+
+    @_operation("erase_owner")
+    def erase_owner(self, *, confirm: str, user_id: str | None = None) -> OwnerErasure:
+        return self._engine.erase_owner(self._owner(user_id), confirm=confirm)
 
     @_operation("get_processing_status")
     def get_processing_status(

@@ -7,6 +7,7 @@ from typing import Any
 
 from prme.engine import (
     aliases,
+    erase,
     expiry,
     feedback,
     ingest,
@@ -31,6 +32,7 @@ from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
+from prme.model.erasure import OwnerErasure
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -147,6 +149,9 @@ class MemoryEngine:
 
     def delete_memory(self, owner: OwnerKey, event_id: str) -> listings.MemoryDeletion:
         return manage.delete_memory(self.deps, owner, event_id)
+
+    def erase_owner(self, owner: OwnerKey, *, confirm: str) -> OwnerErasure:
+        return erase.erase_owner(self.deps, owner, confirm=confirm)
 
     def get_stats(self, owner: OwnerKey) -> listings.OwnerStats:
         return manage.get_stats(self.deps, owner)

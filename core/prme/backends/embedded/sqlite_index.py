@@ -177,6 +177,34 @@ class SqliteVectorIndex:
                 raise IndexUnavailableError() from exc
             self._vectors.pop(key, None)
 
+    def delete_owner(self, owner: OwnerKey) -> int:
+        key = (owner.tenant_id, owner.owner_id)
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute(
+                    "DELETE FROM docs_fts WHERE rowid IN "
+                    "(SELECT rowid FROM docs WHERE tenant=? AND owner=?)",
+                    key,
+                )
+                removed = self._conn.execute(
+                    "DELETE FROM docs WHERE tenant=? AND owner=?", key
+                ).rowcount
+                # No generation row is left to name the owner: another process's cached
+                # matrices see the generation change (to none) and reload.
+                self._conn.execute("DELETE FROM generations WHERE tenant=? AND owner=?", key)
+                if removed:
+                    # A deleted FTS row leaves its words in the index segments until they are
+                    # merged: merge now, so no word of the owner's stays in the file's tables.
+                    self._conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise IndexUnavailableError() from exc
+            self._vectors.pop(key, None)
+            return removed
+
     def _write(self, doc: IndexDocument) -> None:
         vector = _blob(doc.vector)
         # Stored only when it differs from `vector`; the lookup falls back to `vector`.
