@@ -48,6 +48,12 @@ class Filled:
     secret: str
 
 
+def _marker() -> str:
+    """A word unique to one test, kept whole by the full-text tokenizers (letters then digits:
+    no stemmer suffix), so its bytes show wherever an index keeps words."""
+    return f"zq{uuid.uuid4().hex}7"
+
+
 def _owner(tenant: str = "t-erase") -> OwnerKey:
     return OwnerKey(tenant_id=tenant, owner_id=f"erase-{uuid.uuid4().hex}")
 
@@ -118,7 +124,7 @@ def test_after_an_erase_nothing_of_the_owner_is_found_by_any_read_or_in_any_stor
     h = any_backend
     owner, neighbour = _owner(), _owner()
     other_tenant = _owner("t-erase-other")
-    marker = f"marker-{uuid.uuid4().hex}"
+    marker = _marker()
     filled = fill(h, owner, marker)
     kept = {o: fill(h, o, f"kept-{uuid.uuid4().hex}") for o in (neighbour, other_tenant)}
     kept_stats = {o: h.engine.get_stats(o) for o in kept}
@@ -222,7 +228,7 @@ def test_a_large_owner_is_erased_over_several_calls_with_one_truthful_receipt(
 ) -> None:
     h = _small_steps(backend, request, tmp_path)
     owner = _owner()
-    marker = f"marker-{uuid.uuid4().hex}"
+    marker = _marker()
     fill(h, owner, marker)
 
     receipts = []
@@ -250,7 +256,7 @@ def test_a_large_owner_is_erased_over_several_calls_with_one_truthful_receipt(
 def test_an_index_outage_part_way_is_finished_by_the_next_call(any_backend: Harness) -> None:
     h = any_backend
     owner = _owner()
-    marker = f"marker-{uuid.uuid4().hex}"
+    marker = _marker()
     filled = fill(h, owner, marker)
     switch = SwitchableIndex(h.index)
     down_engine = MemoryEngine(EngineDeps(**{**h.engine.deps.__dict__, "index": switch}))
@@ -272,7 +278,7 @@ def test_an_index_outage_part_way_is_finished_by_the_next_call(any_backend: Harn
 def test_queued_work_of_an_erased_owner_is_dropped_without_error(any_backend: Harness) -> None:
     h = any_backend
     owner = _owner()
-    fill(h, owner, f"marker-{uuid.uuid4().hex}")
+    fill(h, owner, _marker())
     queued = [WorkRef.of(item) for item in h.queue.sent if item.owner == owner]
     assert queued, "the fixture queues work"
 
