@@ -26,7 +26,13 @@ from prme.model.aliases import AliasDecision
 from prme.model.enums import CredentialRole
 from prme.model.erasure import owner_reference
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
-from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.inputs import (
+    FastIngestInput,
+    FastIngestItem,
+    IngestInput,
+    RetrieveInput,
+    StoreInput,
+)
 from prme.model.listings import EventFilter, NodeFilter
 from prme.model.records import OwnerKey
 from tests.harness.aws import aws_harness
@@ -288,3 +294,33 @@ def test_queued_work_of_an_erased_owner_is_dropped_without_error(any_backend: Ha
     assert (report.processed, report.failed) == (0, 0)
     assert h.engine.get_stats(owner).events == 0
     assert _mentions(h, owner.owner_id) == []
+
+
+def test_an_import_sent_before_the_erasure_saves_nothing_and_a_later_one_saves(
+    harness: Harness,
+) -> None:
+    h = harness
+    owner = _owner()
+    fill(h, owner, _marker())
+    sent_before = h.clock.now()
+    h.clock.advance(seconds=5)
+    h.engine.erase_owner(owner, confirm=owner.owner_id)
+    items = [FastIngestItem(content="An import queued before the erasure")]
+
+    late = h.engine.ingest_import(
+        owner, items, idempotency_key=str(uuid.uuid4()), sent_at=sent_before
+    )
+
+    assert (late.accepted, late.dropped_for_erasure) == (0, True)
+    assert h.engine.get_stats(owner).events == 0
+    h.clock.advance(seconds=5)
+    after = h.engine.ingest_import(
+        owner, items, idempotency_key=str(uuid.uuid4()), sent_at=h.clock.now()
+    )
+    assert (after.accepted, after.dropped_for_erasure) == (1, False)
+    # A user never erased imports as before.
+    other = _owner()
+    kept = h.engine.ingest_import(
+        other, items, idempotency_key=str(uuid.uuid4()), sent_at=sent_before
+    )
+    assert kept.accepted == 1

@@ -135,3 +135,20 @@ def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deplo
     for hit in hits:
         status, _ = engine.get_processing_status(ALICE, hit.evidence_refs[0])
         assert status is ProcessingStatus.COMPLETED
+
+
+def test_an_import_queued_before_its_owner_was_erased_is_dropped_without_a_retry(
+    deployed: Deployed,
+) -> None:
+    from functions import ingest_consumer, runtime
+
+    engine = runtime.backend().engine
+    # The sample record was sent (SentTimestamp) before now, when alice is erased.
+    receipt = engine.erase_owner(ALICE, confirm=ALICE.owner_id)
+    assert receipt.complete
+
+    response = ingest_consumer.handler(ingest_event(import_message(3)), FakeLambdaContext())
+
+    assert response == {"batchItemFailures": []}
+    assert engine.get_stats(ALICE).events == 0
+    assert dead_letters(deployed) == []

@@ -4,6 +4,8 @@ steps that a repeated call resumes, with a receipt kept as the tenant's audit re
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from prme.engine.deps import EngineDeps
 from prme.errors import InvalidRequestError
 from prme.model.erasure import ErasureCounts, OwnerErasure, owner_reference
@@ -60,6 +62,13 @@ def erase_owner(deps: EngineDeps, owner: OwnerKey, *, confirm: str) -> OwnerEras
     record = record.model_copy(update={"complete": True, "finished_at": deps.clock.now()})
     deps.ledger.save_erasure(record, owner.tenant_id)
     return record
+
+
+def erasure_began_after(deps: EngineDeps, owner: OwnerKey, moment: datetime) -> bool:
+    """Whether an erasure of the owner (finished or not) began at or after `moment`."""
+    erasure_id = owner_reference(owner.tenant_id, owner.owner_id)
+    record = deps.ledger.get_erasure(owner.tenant_id, erasure_id)
+    return record is not None and record.started_at >= moment
 
 
 def _counted(

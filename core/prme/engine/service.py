@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from prme.engine import (
@@ -75,9 +76,14 @@ class MemoryEngine:
         return ingest_fast.ingest_fast(self.deps, owner, request, idempotency_key)
 
     def ingest_import(
-        self, owner: OwnerKey, items: list[FastIngestItem], *, idempotency_key: str
+        self,
+        owner: OwnerKey,
+        items: list[FastIngestItem],
+        *,
+        idempotency_key: str,
+        sent_at: datetime | None = None,
     ) -> FastIngestResult:
-        return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key)
+        return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key, sent_at=sent_at)
 
     def ingest(
         self, owner: OwnerKey, request: IngestInput, *, idempotency_key: str | None = None
