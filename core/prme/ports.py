@@ -202,17 +202,22 @@ class Ledger(Protocol):
     def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
         """Remove up to `limit` (at least 1; an adapter may take fewer) of the owner's stored
         records, whatever their kind (events, nodes and their links, edges, journal, work
-        items, idempotency records), and save `erasure` with them counted, in one
-        transaction. Returns the saved record; nothing removed means nothing of the owner was
-        left. Unreadable records are removed too."""
+        items, idempotency records), and replace the tenant's stored erasure record, which
+        must be `erasure` exactly, by `erasure` with them counted, in one transaction. Returns
+        the saved record; nothing removed means nothing of the owner was left. Unreadable
+        records are removed too. ConflictError, with nothing removed, when the stored record
+        is another (a concurrent erase call of the owner moved it on)."""
         ...
 
     def get_erasure(self, tenant_id: str, erasure_id: str) -> OwnerErasure | None:
         """The tenant's erasure record of this id (see `prme.model.erasure.owner_reference`)."""
         ...
 
-    def save_erasure(self, erasure: OwnerErasure, tenant_id: str) -> None:
-        """Create or replace the tenant's erasure record of `erasure.erasure_id`."""
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
+        """Store the tenant's erasure record of `erasure.erasure_id` in place of `replacing`
+        (None: there is none yet). ConflictError when the stored record is not `replacing`."""
         ...
 
 

@@ -5,6 +5,7 @@ part-way is finished by the next call, and queued work of the erased owner is dr
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
@@ -24,7 +25,7 @@ from prme.errors import (
 )
 from prme.model.aliases import AliasDecision
 from prme.model.enums import CredentialRole
-from prme.model.erasure import owner_reference
+from prme.model.erasure import OwnerErasure, owner_reference
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import (
     FastIngestInput,
@@ -324,3 +325,28 @@ def test_an_import_sent_before_the_erasure_saves_nothing_and_a_later_one_saves(
         other, items, idempotency_key=str(uuid.uuid4()), sent_at=sent_before
     )
     assert kept.accepted == 1
+
+
+@pytest.mark.parametrize("backend", ["memory", "embedded", "aws"])
+def test_concurrent_erase_calls_of_one_owner_count_every_record_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path: object
+) -> None:
+    h = _small_steps(backend, request, tmp_path)
+    alone, raced = _owner(), _owner()
+    for owner in (alone, raced):
+        fill(h, owner, "the same words for both")
+
+    def erase_until_complete(owner: OwnerKey) -> OwnerErasure:
+        for _ in range(80):
+            receipt = h.engine.erase_owner(owner, confirm=owner.owner_id)
+            if receipt.complete:
+                return receipt
+        raise AssertionError("the erasure never completed")
+
+    expected = erase_until_complete(alone).removed
+    # Two callers at once (a client retrying while its first call still runs).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        receipts = list(pool.map(erase_until_complete, [raced, raced]))
+
+    assert [r.removed for r in receipts] == [expected, expected]
+    assert receipts[0] == receipts[1]

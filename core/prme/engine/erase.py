@@ -7,12 +7,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from prme.engine.deps import EngineDeps
-from prme.errors import InvalidRequestError
+from prme.errors import ConflictError, InvalidRequestError, RetryableStorageError
 from prme.model.erasure import ErasureCounts, OwnerErasure, owner_reference
 from prme.model.records import OwnerKey
 
 # Records asked of the ledger per transaction (DynamoDB adapters take fewer: 100 per transaction).
 STEP_RECORDS = 500
+# Times a call starts over from the stored record when a concurrent call of the same owner
+# changed it first.
+CONFLICT_ROUNDS = 8
 
 
 def erase_owner(deps: EngineDeps, owner: OwnerKey, *, confirm: str) -> OwnerErasure:
@@ -31,19 +34,33 @@ def erase_owner(deps: EngineDeps, owner: OwnerKey, *, confirm: str) -> OwnerEras
             "confirm must repeat the user id of the owner to erase", field=("confirm",)
         )
     erasure_id = owner_reference(owner.tenant_id, owner.owner_id)
+    for _ in range(CONFLICT_ROUNDS):
+        try:
+            return _erase(deps, owner, erasure_id)
+        except ConflictError:
+            # Another erase call of this owner moved the record on (a client's retry after a
+            # timeout while the first call still runs): continue from what it saved.
+            continue
+    raise RetryableStorageError()
+
+
+def _erase(deps: EngineDeps, owner: OwnerKey, erasure_id: str) -> OwnerErasure:
     stored = deps.ledger.get_erasure(owner.tenant_id, erasure_id)
-    # A finished erasure is answered again when nothing was written since; otherwise the
-    # new records are erased under a new record.
-    finished = stored if stored is not None and stored.complete else None
-    if stored is None or finished is not None:
-        stored = OwnerErasure(
+    record = stored
+    # A finished erasure is answered again when nothing was written since; otherwise the new
+    # records are erased under a new record, which replaces it.
+    if record is None or record.complete:
+        record = OwnerErasure(
             erasure_id=erasure_id,
             started_at=deps.clock.now(),
             finished_at=None,
             complete=False,
             removed=ErasureCounts(),
         )
-    record = _counted(deps, owner, stored, "api_keys", deps.ledger.erase_owner_keys(owner))
+    finished = stored if stored is not None and stored.complete else None
+    if record is not stored:
+        deps.ledger.save_erasure(record, owner.tenant_id, replacing=stored)
+    record = _counted(deps, owner, record, "api_keys", deps.ledger.erase_owner_keys(owner))
     record = _counted(deps, owner, record, "index_documents", deps.index.delete_owner(owner))
     budget = deps.config.erase_records_per_call
     while budget > 0:
@@ -57,11 +74,11 @@ def erase_owner(deps: EngineDeps, owner: OwnerKey, *, confirm: str) -> OwnerEras
         return record  # the budget ran out before a step found the ledger empty
     record = _counted(deps, owner, record, "index_documents", deps.index.delete_owner(owner))
     if finished is not None and record.removed.total == 0:
-        deps.ledger.save_erasure(finished, owner.tenant_id)
+        deps.ledger.save_erasure(finished, owner.tenant_id, replacing=record)
         return finished
-    record = record.model_copy(update={"complete": True, "finished_at": deps.clock.now()})
-    deps.ledger.save_erasure(record, owner.tenant_id)
-    return record
+    done = record.model_copy(update={"complete": True, "finished_at": deps.clock.now()})
+    deps.ledger.save_erasure(done, owner.tenant_id, replacing=record)
+    return done
 
 
 def erasure_began_after(deps: EngineDeps, owner: OwnerKey, moment: datetime) -> bool:
@@ -74,9 +91,21 @@ def erasure_began_after(deps: EngineDeps, owner: OwnerKey, moment: datetime) -> 
 def _counted(
     deps: EngineDeps, owner: OwnerKey, record: OwnerErasure, field: str, count: int
 ) -> OwnerErasure:
-    """`record` with `count` more removed under `field`, saved when that changed anything."""
-    if count == 0 and deps.ledger.get_erasure(owner.tenant_id, record.erasure_id) is not None:
+    """`record` with `count` more removed under `field`, saved in its place when that is more.
+
+    The removal is done; should the save meet a concurrent call's record, the count is added
+    to that one instead (the removal cannot be repeated, so it must not be lost)."""
+    if count == 0:
         return record
-    updated = record.model_copy(update={"removed": record.removed.plus({field: count})})
-    deps.ledger.save_erasure(updated, owner.tenant_id)
-    return updated
+    for _ in range(CONFLICT_ROUNDS):
+        updated = record.model_copy(update={"removed": record.removed.plus({field: count})})
+        try:
+            deps.ledger.save_erasure(updated, owner.tenant_id, replacing=record)
+        except ConflictError:
+            current = deps.ledger.get_erasure(owner.tenant_id, record.erasure_id)
+            if current is None:
+                raise
+            record = current
+            continue
+        return updated
+    raise RetryableStorageError()

@@ -91,8 +91,6 @@ _ERASED_PREFIXES = (
     ("WORK#", "work_items"),
     ("IDEMP#", "idempotency_records"),
 )
-# Concurrent erase calls of one owner make a step's conditional deletes fail: read again.
-_ERASE_STEP_ROUNDS = 5
 
 
 def _erased_field(item: dict[str, Any]) -> str:
@@ -949,31 +947,40 @@ class DynamoDbLedger:
 
     def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
         pk = _pk_of(owner)
-        for _ in range(_ERASE_STEP_ROUNDS):
-            items = self._query_items(
-                limit=max(1, min(limit, _ERASE_TRANSACTION_RECORDS)),
-                KeyConditionExpression="#pk = :pk",
-                ExpressionAttributeNames={"#pk": PK},
-                ExpressionAttributeValues={":pk": {"S": pk}},
-                ConsistentRead=True,
+        items = self._query_items(
+            limit=max(1, min(limit, _ERASE_TRANSACTION_RECORDS)),
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": PK},
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+        )
+        removed = Counter(_erased_field(item) for item in items)
+        saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
+        deletes = [
+            (
+                "Delete",
+                _key(pk, item[SK]["S"]),
+                # Counted once: an item a concurrent erase call removed first fails the step.
+                {"Key": _key(pk, item[SK]["S"]), "ConditionExpression": _EXISTS},
             )
-            removed = Counter(_erased_field(item) for item in items)
-            saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
-            deletes = [
-                (
-                    "Delete",
-                    _key(pk, item[SK]["S"]),
-                    # Counted once: an item another erase call removed first fails this step.
-                    {"Key": _key(pk, item[SK]["S"]), "ConditionExpression": _EXISTS},
-                )
-                for item in items
-            ]
-            try:
-                self._transact([*deletes, ("Put", self._erasure_item(saved, owner.tenant_id), {})])
-            except ConflictError:
-                continue
-            return saved
-        raise RetryableStorageError()
+            for item in items
+        ]
+        self._transact([*deletes, self._replace_erasure(saved, owner.tenant_id, replacing=erasure)])
+        return saved
+
+    def _replace_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> tuple[str, Item, dict[str, Any]]:
+        """A Put of the erasure record, on condition that the stored one is `replacing`."""
+        item = self._erasure_item(erasure, tenant_id)
+        if replacing is None:
+            return self._put_new(item)
+        condition = {
+            "ConditionExpression": "#body = :old",
+            "ExpressionAttributeNames": {"#body": "body"},
+            "ExpressionAttributeValues": {":old": {"S": replacing.model_dump_json()}},
+        }
+        return ("Put", item, condition)
 
     def get_erasure(self, tenant_id: str, erasure_id: str) -> OwnerErasure | None:
         item = self._get(self._erasure_key(tenant_id, erasure_id))
@@ -981,8 +988,11 @@ class DynamoDbLedger:
             return None
         return load_record(OwnerErasure, "erasure", erasure_id, _body(item))
 
-    def save_erasure(self, erasure: OwnerErasure, tenant_id: str) -> None:
-        self._call("put_item", TableName=self._table, Item=self._erasure_item(erasure, tenant_id))
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
+        _, item, condition = self._replace_erasure(erasure, tenant_id, replacing=replacing)
+        self._call("put_item", TableName=self._table, Item=item, **condition)
 
     # -- CredentialStore ----------------------------------------------------------------
 

@@ -633,6 +633,7 @@ class SqliteLedger:
         mine = (owner.tenant_id, owner.owner_id)
         removed: Counter[str] = Counter()
         with self._transaction() as tx:
+            self._expect_erasure(tx, owner.tenant_id, erasure.erasure_id, erasure)
             for table, field in _ERASED_TABLES:
                 left = limit - sum(removed.values())
                 if left <= 0:
@@ -676,9 +677,23 @@ class SqliteLedger:
         )
         return load_record(OwnerErasure, "erasure", *rows[0]) if rows else None
 
-    def save_erasure(self, erasure: OwnerErasure, tenant_id: str) -> None:
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
         with self._transaction() as tx:
+            self._expect_erasure(tx, tenant_id, erasure.erasure_id, replacing)
             self._write_erasure(tx, erasure, tenant_id)
+
+    @staticmethod
+    def _expect_erasure(
+        tx: sqlite3.Connection, tenant_id: str, erasure_id: str, expected: OwnerErasure | None
+    ) -> None:
+        row = tx.execute(
+            "SELECT body FROM erasures WHERE tenant=? AND erasure_id=?", (tenant_id, erasure_id)
+        ).fetchone()
+        stored = row[0] if row else None
+        if stored != (expected.model_dump_json() if expected is not None else None):
+            raise ConflictError("the erasure record changed")
 
     # -- CredentialStore ---------------------------------------------------------------
 

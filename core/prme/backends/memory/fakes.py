@@ -340,6 +340,8 @@ class InMemoryLedger:
         mine = (owner.tenant_id, owner.owner_id)
         removed: Counter[str] = Counter()
         with self._lock:
+            if self.erasures.get((owner.tenant_id, erasure.erasure_id)) != erasure:
+                raise ConflictError("the erasure record changed")
             left = limit
             for field, table in (
                 ("events", self.events),
@@ -362,8 +364,13 @@ class InMemoryLedger:
     def get_erasure(self, tenant_id: str, erasure_id: str) -> OwnerErasure | None:
         return self.erasures.get((tenant_id, erasure_id))
 
-    def save_erasure(self, erasure: OwnerErasure, tenant_id: str) -> None:
-        self.erasures[(tenant_id, erasure.erasure_id)] = erasure
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
+        with self._lock:
+            if self.erasures.get((tenant_id, erasure.erasure_id)) != replacing:
+                raise ConflictError("the erasure record changed")
+            self.erasures[(tenant_id, erasure.erasure_id)] = erasure
 
 
 class InMemoryCredentialStore:
