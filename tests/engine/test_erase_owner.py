@@ -13,6 +13,7 @@ import pytest
 from prme.engine.aliases import AliasScanBudget
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
+from prme.engine.deadlines import deadline_scope
 from prme.engine.deps import EngineDeps
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
@@ -350,3 +351,19 @@ def test_concurrent_erase_calls_of_one_owner_count_every_record_once(
 
     assert [r.removed for r in receipts] == [expected, expected]
     assert receipts[0] == receipts[1]
+
+
+def test_a_spent_request_deadline_stops_the_steps_and_the_next_call_continues(
+    harness: Harness,
+) -> None:
+    h = harness
+    owner = _owner()
+    fill(h, owner, _marker())
+
+    with deadline_scope(0):
+        cut = h.engine.erase_owner(owner, confirm=owner.owner_id)
+
+    assert not cut.complete
+    assert (cut.removed.api_keys, cut.removed.events) == (1, 0)
+    done = h.engine.erase_owner(owner, confirm=owner.owner_id)
+    assert done.complete and done.removed.events == 6 and done.started_at == cut.started_at

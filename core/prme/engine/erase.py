@@ -4,8 +4,10 @@ steps that a repeated call resumes, with a receipt kept as the tenant's audit re
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
+from prme.engine.deadlines import PASS_SHARE_OF_DEADLINE, remaining_seconds
 from prme.engine.deps import EngineDeps
 from prme.errors import ConflictError, InvalidRequestError, RetryableStorageError
 from prme.model.erasure import ErasureCounts, OwnerErasure, owner_reference
@@ -25,8 +27,8 @@ def erase_owner(deps: EngineDeps, owner: OwnerKey, *, confirm: str) -> OwnerEras
     first (they can no longer write), then the index documents (as a delete does: nothing
     searchable outlives its ledger record), then the ledger records, a bounded step at a time,
     each step saving the counts with its deletions in one transaction. When the call's budget
-    (`erase_records_per_call`) runs out, the answer says `complete: false`: the next call
-    continues from the saved record. The ledger is done when a step finds nothing left; the
+    (`erase_records_per_call`, or half of what is left of a request deadline) runs out, the
+    answer says `complete: false`: the next call continues from the saved record. The ledger is done when a step finds nothing left; the
     index is then swept again, for documents a concurrent pass wrote meanwhile.
     """
     if confirm != owner.owner_id:
@@ -63,7 +65,13 @@ def _erase(deps: EngineDeps, owner: OwnerKey, erasure_id: str) -> OwnerErasure:
     record = _counted(deps, owner, record, "api_keys", deps.ledger.erase_owner_keys(owner))
     record = _counted(deps, owner, record, "index_documents", deps.index.delete_owner(owner))
     budget = deps.config.erase_records_per_call
+    # Under a request deadline (API Gateway's 29 s), steps stop starting once its share is
+    # spent, keeping the rest for the answer; the next call continues.
+    remaining = remaining_seconds()
+    stop_at = None if remaining is None else time.monotonic() + remaining * PASS_SHARE_OF_DEADLINE
     while budget > 0:
+        if stop_at is not None and time.monotonic() >= stop_at:
+            return record
         before = record.removed.total
         record = deps.ledger.erase_owner_step(owner, record, min(STEP_RECORDS, budget))
         removed = record.removed.total - before
