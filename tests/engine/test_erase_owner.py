@@ -367,3 +367,20 @@ def test_a_spent_request_deadline_stops_the_steps_and_the_next_call_continues(
     assert (cut.removed.api_keys, cut.removed.events) == (1, 0)
     done = h.engine.erase_owner(owner, confirm=owner.owner_id)
     assert done.complete and done.removed.events == 6 and done.started_at == cut.started_at
+
+
+def test_an_owner_larger_than_one_transaction_is_erased_in_one_call(any_backend: Harness) -> None:
+    h = any_backend
+    owner = _owner()
+    for batch in range(3):
+        items = [{"content": f"imported note {batch}-{i}"} for i in range(49)]
+        h.engine.ingest_fast(owner, FastIngestInput.model_validate({"items": items}))
+
+    receipt = h.engine.erase_owner(owner, confirm=owner.owner_id)
+
+    # 147 events, their 147 pending work items and 3 journal records: more than the 100
+    # actions of one DynamoDB transaction, fewer than one call's budget.
+    assert receipt.complete
+    assert (receipt.removed.events, receipt.removed.work_items) == (147, 147)
+    assert receipt.removed.journal_records == 3
+    assert _mentions(h, owner.owner_id) == []
