@@ -28,7 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import queue_specs
 from prme.engine.identity import validate_user_id
-from prme.errors import InvalidRequestError
+from prme.errors import ConflictError, InvalidRequestError
 from prme.model.input_policy import check_name
 from prme.model.inputs import FastIngestItem
 from prme.model.records import OwnerKey
@@ -115,12 +115,18 @@ def record_handler(record: SQSRecord) -> None:
         return
     owner = OwnerKey(tenant_id=message.tenant_id, owner_id=message.owner_id)
     sent_ms = int(record.attributes.sent_timestamp)
-    result = backend().engine.ingest_import(
-        owner,
-        message.body.items,
-        idempotency_key=str(message.idempotency_key),
-        sent_at=datetime.fromtimestamp(sent_ms / 1000, tz=UTC),
-    )
+    try:
+        result = backend().engine.ingest_import(
+            owner,
+            message.body.items,
+            idempotency_key=str(message.idempotency_key),
+            sent_at=datetime.fromtimestamp(sent_ms / 1000, tz=UTC),
+        )
+    except ConflictError:
+        # The key already wrote other items, or memories it wrote were deleted since: no
+        # redelivery can succeed, and writing them again would undo the owner's delete.
+        _reject(record, "idempotency_conflict")
+        return
     if result.dropped_for_erasure:
         # Acknowledged, not failed: redelivering it would only drop it again.
         logger.info("import dropped: its owner was erased after it was sent")

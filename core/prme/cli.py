@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import shlex
 import sys
 import unicodedata
@@ -808,6 +809,20 @@ def settings_error_line(error: ValidationError) -> str:
     return f"invalid setting {name}: {safe_message(first['msg'])}; fix that environment variable"
 
 
+def _unparsable_setting_line(exc: SettingsError) -> str:
+    """Name the variable whose value is not the JSON its nested setting takes; pydantic's own
+    message names the field and an internal source class instead."""
+    # The message quotes only the field's name, never the value.
+    found = re.search(r'field "([a-z_]+)"', str(exc))
+    if found is None:
+        return "a PRME_* variable holds a value that is not valid JSON; fix it"
+    name = f"PRME_{found.group(1).upper()}"
+    return (
+        f"{name} is not valid JSON: set it to a JSON object, or set its parts one by one as "
+        f"{name}__<PART> variables"
+    )
+
+
 def explain(exc: Exception) -> tuple[str, int]:
     """The one line and exit code of a failure. A PRME error's detail is safe to show by
     contract; of anything else only the type is named, since its message can quote provider
@@ -847,8 +862,9 @@ def _aws_environment_problem(exc: Exception) -> str | None:
 
     if isinstance(exc, NoRegionError | NoCredentialsError):
         return (
-            "the aws backend needs an AWS region and credentials (AWS_REGION, AWS_ACCESS_KEY_ID"
-            " or a profile); see docs/aws-backend.md"
+            "this command reaches AWS (PRME_BACKEND=aws, or a bedrock PRME_EMBEDDER or "
+            "PRME_EXTRACTOR) and found no region or credentials: set AWS_REGION and "
+            "AWS_ACCESS_KEY_ID (or a profile); see docs/aws-backend.md"
         )
     return None
 
@@ -883,7 +899,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     except ValidationError as exc:
         raise UsageError(settings_error_line(exc)) from None
     except SettingsError as exc:  # a value that is not even JSON where JSON is expected
-        raise UsageError(f"{safe_message(str(exc))}; fix that PRME_* variable") from None
+        raise UsageError(_unparsable_setting_line(exc)) from None
     if settings.extractor == "openai" and not (settings.openai_base_url and settings.openai_model):
         # Otherwise the extractor's construction fails as an internal error (exit 70).
         raise UsageError(

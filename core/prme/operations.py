@@ -286,8 +286,9 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "get_event_nodes",
         Capability.MEMORIES,
-        "List the memory nodes derived from an event",
-        "Every memory node derived from one source event.",
+        "List the memory nodes an event backs",
+        "Every memory node that names one source event as evidence: derived from it, or "
+        "reinforced by it.",
         http=HttpRoute("GET", "/v1/events/{event_id}/nodes", Errors.READ),
         request=None,
         response=list[schemas.NodeResponse],

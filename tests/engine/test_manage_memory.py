@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from prme.backends.aws.dynamodb_ledger import _pk_of
+from prme.backends.aws.resources import SORT_KEY
 from prme.backends.memory.fakes import InMemoryIndex
 from prme.engine.indexing import index_nodes
 from prme.errors import (
@@ -20,7 +22,7 @@ from prme.errors import (
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
-from prme.model.records import JournalRecord, MemoryNode, NodeChange, OwnerKey
+from prme.model.records import JournalRecord, MemoryEdge, MemoryNode, NodeChange, OwnerKey
 from prme.model.search import IndexQuery
 from tests.harness.aws import aws_harness
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
@@ -400,18 +402,17 @@ def test_a_deleted_memory_resolves_no_tool_argument(any_backend: Harness) -> Non
     assert resolved.binding_uses == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a retrieval receipt keeps the value bindings (presentation and lookup) of nodes "
-    "deleted since; the receipt is checksummed, so dropping them needs receipts found and "
-    "rewritten (or removed) by the delete",
-)
 def test_a_deleted_memory_leaves_no_value_in_receipts(any_backend: Harness) -> None:
     h = any_backend
     event_id, request_id = _with_binding(h)
-    h.engine.delete_memory(ALICE, event_id)
     receipt = h.engine.get_retrieval_receipt(ALICE, request_id)
+    # The receipt names the exposed binding by node, reference and digest, never by its forms.
+    assert [b.reference for b in receipt.context.visible_value_bindings] == ["current-city-1"]
     assert "Salt Lake City" not in receipt.model_dump_json()
+    h.engine.delete_memory(ALICE, event_id)
+    assert (
+        "Salt Lake City" not in h.engine.get_retrieval_receipt(ALICE, request_id).model_dump_json()
+    )
 
 
 def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt(
@@ -439,3 +440,112 @@ def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt
 
     h.engine.delete_memory(ALICE, event_id)
     assert _search_all(h, "zebra") == set()
+
+
+def test_a_retried_write_after_its_memory_was_deleted_is_a_conflict_not_a_rewrite(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    request = StoreInput(content="my locker code is in the blue notebook")
+    first = h.engine.store(ALICE, request, idempotency_key="store-key-1")
+    batch = FastIngestInput(items=[FastIngestItem(content="a batch line about herons")])
+    [batch_event] = h.engine.ingest_fast(ALICE, batch, idempotency_key="batch-key-1").event_ids
+    # Before the delete a retry answers as the first call did.
+    assert h.engine.store(ALICE, request, idempotency_key="store-key-1") == first
+    h.engine.delete_memory(ALICE, first.event_id)
+    h.engine.delete_memory(ALICE, batch_event)
+
+    with pytest.raises(ConflictError, match="deleted since"):
+        h.engine.store(ALICE, request, idempotency_key="store-key-1")
+    with pytest.raises(ConflictError, match="deleted since"):
+        h.engine.ingest_fast(ALICE, batch, idempotency_key="batch-key-1")
+    # Neither the old ids nor a new copy: the owner's delete stands.
+    assert h.engine.list_events(ALICE).items == []
+    # A new key stores the memory again.
+    assert h.engine.store(ALICE, request, idempotency_key="store-key-2").event_id != first.event_id
+
+
+def test_a_delete_that_fails_between_transactions_leaves_no_item_behind_after_the_retry(
+    aws_resources: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = aws_harness(*aws_resources)
+    event_id, node_id = _remember(h, ALICE, "a source with many linked memories")
+    _, kept = _remember(h, ALICE, "an unrelated memory")
+    derived = _derive_sixty(h, event_id, node_id, "linked")
+    h.ledger.commit_node_change(
+        NodeChange(
+            updates=(),
+            edges=tuple(
+                MemoryEdge(
+                    id=f"edge-{i}",
+                    tenant_id=ALICE.tenant_id,
+                    owner_id=ALICE.owner_id,
+                    edge_type="related_to",
+                    source_node_id=derived[i].id,
+                    target_node_id=derived[i + 1].id,
+                    created_at=derived[i].created_at,
+                )
+                for i in range(0, 60, 2)
+            ),
+            journal=JournalRecord.build(
+                record_id="test-edges",
+                owner=ALICE,
+                operation="test_edges",
+                subject_id=event_id,
+                created_at=derived[0].created_at,
+                payload={},
+            ),
+        )
+    )
+    ledger: Any = h.ledger
+    transact, calls = ledger._transact, []
+
+    def fail_after_the_first(actions: Any) -> None:
+        calls.append(len(actions))
+        if len(calls) > 1:
+            raise StorageUnavailableError()
+        transact(actions)
+
+    monkeypatch.setattr(ledger, "_transact", fail_after_the_first)
+    with pytest.raises(StorageUnavailableError):
+        h.engine.delete_memory(ALICE, event_id)
+    monkeypatch.setattr(ledger, "_transact", transact)
+    h.engine.delete_memory(ALICE, event_id)
+
+    # What the owner's partition holds of each kind belongs to the unrelated memory only: no
+    # event, edge, node, evidence link or work item of the deleted source is left.
+    gone = {node_id, event_id, *(n.id for n in derived), *(f"edge-{i}" for i in range(0, 60, 2))}
+    left = [
+        item[SORT_KEY]["S"]
+        for kind in ("EVENT#", "NODE#", "EVNODE#", "EDGE#", "WORK#")
+        for item in ledger._query_prefix(_pk_of(ALICE), kind)
+    ]
+    assert left
+    assert [sk for sk in left if any(g in sk for g in gone)] == []
+    assert h.engine.get_node(ALICE, kept).content == "an unrelated memory"
+
+
+def test_deleting_a_source_that_reinforced_a_memory_keeps_the_memory_without_it(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    source, node_id = _remember(h, ALICE, "Alice swims every Tuesday", node_type="fact")
+    confirming, confirming_node = _remember(h, ALICE, "I went swimming again this Tuesday")
+    reinforced = h.engine.reinforce(ALICE, node_id, evidence_id=confirming)
+    assert reinforced.evidence_refs == (source, confirming)
+    # The confirming source backs the memory it reinforced.
+    assert {n.id for n in h.engine.get_event_nodes(ALICE, confirming)} == {
+        node_id,
+        confirming_node,
+    }
+
+    deletion = h.engine.delete_memory(ALICE, confirming)
+    assert deletion.deleted_node_ids == [confirming_node]
+    assert deletion.unlinked_node_ids == [node_id]
+    kept = h.engine.get_node(ALICE, node_id)
+    assert kept.evidence_refs == (source,)
+    assert kept.confidence == reinforced.confidence
+    assert [n.id for n in h.engine.get_event_nodes(ALICE, source)] == [node_id]
+    # A repeated delete answers with the same record and changes nothing more.
+    assert h.engine.delete_memory(ALICE, confirming) == deletion
+    assert h.engine.get_node(ALICE, node_id) == kept

@@ -7,6 +7,7 @@ from typing import Any
 
 from prme.model.enums import ProcessingStatus
 from prme.model.inputs import RetrieveInput
+from prme.model.listings import EventFilter
 from tests.harness.lambda_events import (
     ALICE,
     Deployed,
@@ -135,6 +136,29 @@ def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deplo
     for hit in hits:
         status, _ = engine.get_processing_status(ALICE, hit.evidence_refs[0])
         assert status is ProcessingStatus.COMPLETED
+
+
+def test_a_redelivered_import_whose_memories_were_deleted_is_parked_not_rewritten(
+    deployed: Deployed,
+) -> None:
+    from functions import ingest_consumer, runtime
+
+    ingest_consumer._dead_letter_url.cache_clear()
+    body = import_message(2, key="0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b60")
+    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
+        "batchItemFailures": []
+    }
+    engine = runtime.backend().engine
+    for event in engine.list_events(ALICE, EventFilter()).items:
+        engine.delete_memory(ALICE, event.id)
+
+    # SQS delivers it again: the owner's delete stands, and the message is not retried forever.
+    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
+        "batchItemFailures": []
+    }
+    assert engine.list_events(ALICE, EventFilter()).items == []
+    reasons = [m["MessageAttributes"]["prme_reason"]["StringValue"] for m in dead_letters(deployed)]
+    assert reasons == ["idempotency_conflict"]
 
 
 def test_an_import_queued_before_its_owner_was_erased_is_dropped_without_a_retry(

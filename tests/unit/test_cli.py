@@ -145,8 +145,8 @@ FAILURES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["keys", "list"],
         {"PRME_SCORING": "{secret-value"},
         EXIT_USAGE,
-        'prme: error: error parsing value for field "scoring" from source'
-        ' "EnvSettingsSource"; fix that PRME_* variable',
+        "prme: error: PRME_SCORING is not valid JSON: set it to a JSON object, or set its"
+        " parts one by one as PRME_SCORING__<PART> variables",
     ),
     (
         ["keys", "list"],
@@ -270,8 +270,9 @@ def test_missing_aws_region_or_credentials_say_what_to_set(
         monkeypatch.setitem(cli.HANDLERS, "keys", unconfigured)
         assert _run(["keys", "list", "--data-dir", str(tmp_path)], capsys) == (
             EXIT_USAGE,
-            "prme: error: the aws backend needs an AWS region and credentials (AWS_REGION,"
-            " AWS_ACCESS_KEY_ID or a profile); see docs/aws-backend.md\n",
+            "prme: error: this command reaches AWS (PRME_BACKEND=aws, or a bedrock"
+            " PRME_EMBEDDER or PRME_EXTRACTOR) and found no region or credentials: set"
+            " AWS_REGION and AWS_ACCESS_KEY_ID (or a profile); see docs/aws-backend.md\n",
         )
 
 

@@ -12,11 +12,13 @@ from pydantic import ValidationError
 from prme.errors import InvalidRequestError, ValueBindingError, ValueBindingResolutionError
 from prme.model.bindings import (
     MemoryValueBinding,
+    SavedValueBinding,
     ToolArgumentResolution,
     ValueBindingUse,
     VisibleValueBinding,
 )
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY
+from prme.retrieval.receipts import ReceiptContext
 from prme.retrieval.value_bindings import (
     MAX_ARGUMENT_DEPTH,
     bindings_from_metadata,
@@ -715,3 +717,38 @@ def test_resolution_errors_are_not_invalid_request_errors() -> None:
         resolve_tool_arguments({"x": "S"}, shown)
 
     assert not isinstance(caught.value, InvalidRequestError)
+
+
+def test_a_receipt_keeps_a_digest_that_matches_only_the_exposed_forms() -> None:
+    binding = MemoryValueBinding(
+        reference="rent", kind="bank_account", presentation="ending 4421", lookup="GB29-4421"
+    )
+    saved = SavedValueBinding.of(VisibleValueBinding.from_binding("n1", binding))
+    assert "4421" not in saved.model_dump_json()
+    assert saved.exposes(binding)
+    assert not saved.exposes(binding.model_copy(update={"lookup": "GB29-9999"}))
+    assert not saved.exposes(binding.model_copy(update={"reference": "deposit"}))
+
+
+def test_receipts_saved_with_the_forms_still_read_and_match() -> None:
+    legacy = {
+        "node_id": "n1",
+        "reference": "rent",
+        "kind": "bank_account",
+        "presentation": "ending 4421",
+        "lookup": "GB29-4421",
+    }
+    context = ReceiptContext.model_validate(
+        {
+            "context_sha256": "0" * 64,
+            "tokens_used": 3,
+            "entries": [],
+            "excluded": [],
+            "visible_value_bindings": [legacy],
+        }
+    )
+    [kept] = context.visible_value_bindings
+    assert isinstance(kept, VisibleValueBinding)
+    assert kept.exposes(
+        MemoryValueBinding.model_validate({k: v for k, v in legacy.items() if k != "node_id"})
+    )

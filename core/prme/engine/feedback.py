@@ -15,7 +15,7 @@ from prme.engine.deps import EngineDeps
 from prme.engine.journal import list_journal, read_journal
 from prme.engine.reads import get_receipt, get_receipt_record
 from prme.errors import BadRequestError, ConflictError, InvalidRequestError, NotFoundError
-from prme.model.bindings import ToolArgumentResolution
+from prme.model.bindings import ToolArgumentResolution, VisibleValueBinding
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -27,9 +27,9 @@ from prme.model.feedback import (
     RelevanceRecord,
     ReplayReport,
 )
-from prme.model.records import JournalRecord, OwnerKey
+from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, OwnerKey
 from prme.retrieval.receipts import RetrievalReceipt
-from prme.retrieval.value_bindings import resolve_tool_arguments
+from prme.retrieval.value_bindings import bindings_from_metadata, resolve_tool_arguments
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -261,12 +261,21 @@ def resolve_saved_tool_arguments(
 ) -> ToolArgumentResolution:
     """The exact value-binding rule applied to a tool call made from one saved context.
 
-    Only bindings that retrieval exposed (their presentation survived packing) take part, and
-    only those of nodes the ledger still holds readable."""
-    visible = get_receipt(deps, owner, request_id).context.visible_value_bindings
-    # A memory deleted since the retrieval puts no value in (nor does an unreadable one).
-    held = deps.ledger.get_nodes(owner, sorted({b.node_id for b in visible}))
-    return resolve_tool_arguments(arguments, [b for b in visible if b.node_id in held])
+    Only bindings that retrieval exposed (their presentation survived packing) take part. The
+    receipt names them; their forms are read from the nodes the ledger still holds readable, so
+    a memory deleted since the retrieval puts no value in (nor does an unreadable one)."""
+    exposed = get_receipt(deps, owner, request_id).context.visible_value_bindings
+    held = deps.ledger.get_nodes(owner, sorted({saved.node_id for saved in exposed}))
+    visible = [
+        VisibleValueBinding.from_binding(saved.node_id, binding)
+        for saved in exposed
+        if saved.node_id in held
+        for binding in bindings_from_metadata(
+            held[saved.node_id].metadata.get(VALUE_BINDINGS_METADATA_KEY)
+        )
+        if saved.exposes(binding)
+    ]
+    return resolve_tool_arguments(arguments, visible)
 
 
 # -- shared journal plumbing -------------------------------------------------------------

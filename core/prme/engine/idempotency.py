@@ -2,13 +2,14 @@
 
 A key is unique per owner across every operation and bound to the operation that first used
 it and its exact input (as sent, so an omitted field and an explicit null differ). Reusing it
-on another operation or with other input is a conflict (HTTP 409). Records are kept at least
-`IDEMPOTENCY_TTL`; the ledger may delete them after that.
+on another operation or with other input is a conflict (HTTP 409), and so is a replay whose
+sources were deleted since. Records are kept at least `IDEMPOTENCY_TTL`; the ledger may delete
+them after that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -95,3 +96,16 @@ def check_replay(record: IdempotencyRecord, operation: str, digest: str) -> dict
     if record.request_sha256 != digest:
         raise ConflictError("Idempotency-Key was already used with a different request")
     return record.result
+
+
+def require_sources_held(ledger: Ledger, owner: OwnerKey, event_ids: Sequence[str]) -> None:
+    """Refuse to replay a write whose sources were deleted since it ran.
+
+    Answering with the first result would hand back ids that now read as not found, and
+    writing again would bring back a memory its owner deleted; the caller decides, with a
+    new key."""
+    if len(ledger.get_events(owner, event_ids)) < len(set(event_ids)):
+        raise ConflictError(
+            "Idempotency-Key was used by a write whose memory was deleted since; send a new "
+            "key to store it again"
+        )

@@ -14,7 +14,13 @@ from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.erase import erasure_began_after
-from prme.engine.idempotency import commit_or_replay, key_binding, new_record, saved_result
+from prme.engine.idempotency import (
+    commit_or_replay,
+    key_binding,
+    new_record,
+    require_sources_held,
+    saved_result,
+)
 from prme.engine.nodes import new_event
 from prme.errors import PrmeError
 from prme.model.enums import WorkKind
@@ -80,8 +86,9 @@ def build_ingest_commit(
     return IngestCommit(events=events, work=work, journal=journal, idempotency=record)
 
 
-def _replayed(result: dict[str, Any]) -> FastIngestResult:
+def _replayed(deps: EngineDeps, owner: OwnerKey, result: dict[str, Any]) -> FastIngestResult:
     ids = list(result["event_ids"])
+    require_sources_held(deps.ledger, owner, ids)
     return FastIngestResult(event_ids=ids, accepted=len(ids))
 
 
@@ -94,7 +101,7 @@ def ingest_fast(
     binding = key_binding(idempotency_key, FAST_INGEST_OPERATION, request)
     replay = saved_result(deps.ledger, owner, FAST_INGEST_OPERATION, binding)
     if replay is not None:
-        return _replayed(replay)
+        return _replayed(deps, owner, replay)
     commit = build_ingest_commit(deps, owner, request, idempotency=binding)
     replay = commit_or_replay(
         lambda: deps.ledger.commit_ingest(commit),
@@ -104,7 +111,7 @@ def ingest_fast(
         binding,
     )
     if replay is not None:
-        return _replayed(replay)
+        return _replayed(deps, owner, replay)
     # Announce the work; if this is lost, the sweeper and any processing pass find it.
     with contextlib.suppress(PrmeError):
         deps.queue.enqueue(list(commit.work))

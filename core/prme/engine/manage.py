@@ -14,8 +14,10 @@ from typing import TypeVar
 
 from prme.engine.deps import EngineDeps
 from prme.engine.journal import read_journal
-from prme.errors import CorruptRecordError, InvalidRequestError, NotFoundError
+from prme.errors import ConflictError, CorruptRecordError, InvalidRequestError, NotFoundError
 from prme.model.listings import (
+    EVIDENCE_UNLINK_OPERATION,
+    EVIDENCE_UNLINK_PREFIX,
     MEMORY_DELETION_OPERATION,
     MEMORY_DELETION_PREFIX,
     EventDeletion,
@@ -26,7 +28,7 @@ from prme.model.listings import (
     NodePage,
     OwnerStats,
 )
-from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, OwnerKey
+from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, NodeChange, OwnerKey
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
@@ -125,12 +127,11 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
         found = True  # an unreadable source is still the owner's to delete
     if not found:
         return _finish_deletion(deps, owner, record_id)
-    nodes = [
-        node
-        for node in deps.ledger.list_event_nodes(owner, event_id)
-        # A node another event's evidence also names (a reinforcement) stays with its source.
-        if node.evidence_refs[:1] == (event_id,)
-    ]
+    backed = deps.ledger.list_event_nodes(owner, event_id)
+    # A node whose first evidence is another event (it was reinforced by, or merged with, this
+    # one) stays with its own source and only stops naming this one.
+    nodes = [node for node in backed if node.evidence_refs[:1] == (event_id,)]
+    unlinked = [node.id for node in backed if node.evidence_refs[:1] != (event_id,)]
     edges: dict[str, MemoryEdge] = {}
     for node in nodes:
         edges.update((edge.id, edge) for edge in deps.ledger.list_node_edges(owner, node.id))
@@ -146,6 +147,7 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
             "deleted_node_ids": [node.id for node in nodes],
             "edges_removed": len(edges),
             "work_items_removed": len(work),
+            "unlinked_node_ids": unlinked,
         },
     )
     # The index documents go first: a ledger delete too large for one DynamoDB transaction
@@ -172,7 +174,43 @@ def _finish_deletion(deps: EngineDeps, owner: OwnerKey, record_id: str) -> Memor
         raise NotFoundError("Event not found")
     deletion = _deletion_of(record)
     deps.index.delete(owner, deletion.deleted_node_ids)
+    for node_id in deletion.unlinked_node_ids:
+        _unlink_source(deps, owner, deletion.event_id, node_id)
     return deletion
+
+
+_UNLINK_ATTEMPTS = 3
+
+
+def _unlink_source(deps: EngineDeps, owner: OwnerKey, event_id: str, node_id: str) -> None:
+    """Drop a deleted source from the evidence of a node that keeps its own; a retried delete
+    finds nothing left to do. The confidence a reinforcement added stays."""
+    for _ in range(_UNLINK_ATTEMPTS):
+        node = deps.ledger.get_node(owner, node_id)
+        if node is None or event_id not in node.evidence_refs:
+            return
+        now = deps.clock.now()
+        unlinked = node.model_copy(
+            update={
+                "evidence_refs": tuple(ref for ref in node.evidence_refs if ref != event_id),
+                "updated_at": now,
+            }
+        )
+        change = NodeChange(
+            updates=((node, unlinked),),
+            journal=JournalRecord.build(
+                record_id=f"{EVIDENCE_UNLINK_PREFIX}{event_id}:{node_id}",
+                owner=owner,
+                operation=EVIDENCE_UNLINK_OPERATION,
+                subject_id=node_id,
+                created_at=now,
+                payload={"node_id": node_id, "deleted_event_id": event_id},
+            ),
+        )
+        # A concurrent change of the node (or an earlier attempt's record): read it again.
+        with contextlib.suppress(ConflictError):
+            deps.ledger.commit_node_change(change)
+            return
 
 
 def get_stats(deps: EngineDeps, owner: OwnerKey) -> OwnerStats:

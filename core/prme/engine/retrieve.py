@@ -11,6 +11,7 @@ from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
 from prme.engine.session_context import SessionContext, expand_session_context
 from prme.errors import EmbeddingUnavailableError, PrmeError
+from prme.model.bindings import SavedValueBinding
 from prme.model.canonical import sha256_text
 from prme.model.enums import (
     DEFAULT_EXCLUDED_EPISTEMIC_TYPES,
@@ -333,7 +334,9 @@ def retrieve_memories(
             tokens_used=packed.tokens_used,
             entries=[e.model_dump(mode="json") for e in packed.entries],
             excluded=[e.model_dump(mode="json") for e in packed.excluded],
-            visible_value_bindings=bundle.visible_value_bindings,
+            visible_value_bindings=[
+                SavedValueBinding.of(visible) for visible in bundle.visible_value_bindings
+            ],
         ),
         session_context=[
             SessionContextEntry(node_id=node_id, anchor=anchor)

@@ -11,7 +11,13 @@ from pydantic import BaseModel
 
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
-from prme.engine.idempotency import commit_or_replay, key_binding, new_record, saved_result
+from prme.engine.idempotency import (
+    commit_or_replay,
+    key_binding,
+    new_record,
+    require_sources_held,
+    saved_result,
+)
 from prme.engine.indexing import index_nodes
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
@@ -123,6 +129,7 @@ def alias_scan_work(
 
 
 def _replayed(deps: EngineDeps, owner: OwnerKey, result: dict[str, Any]) -> StoreResult:
+    require_sources_held(deps.ledger, owner, [result["event_id"]])
     work = [
         w
         for w in deps.ledger.list_event_work(owner, result["event_id"])

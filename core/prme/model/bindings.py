@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from prme.model.canonical import checksum
+
 MAX_REFERENCE_CHARS = 128
 MAX_KIND_CHARS = 64
 MAX_BOUND_TEXT_CHARS = 2048
@@ -104,6 +106,57 @@ class VisibleValueBinding(BaseModel):
             kind=binding.kind,
             presentation=binding.presentation,
             lookup=binding.lookup,
+        )
+
+    def exposes(self, binding: MemoryValueBinding) -> bool:
+        """Whether `binding` carries this visible binding's reference, kind and forms."""
+        return (binding.reference, binding.kind, binding.presentation, binding.lookup) == (
+            self.reference,
+            self.kind,
+            self.presentation,
+            self.lookup,
+        )
+
+
+def binding_value_sha256(presentation: str, lookup: str) -> str:
+    """SHA-256 hex of a binding's two forms, as a receipt keeps them instead of the values."""
+    return checksum([presentation, lookup])
+
+
+class SavedValueBinding(BaseModel):
+    """A visible binding as a retrieval receipt keeps it: which node's binding the context
+    exposed and a digest of its forms, never the forms themselves.
+
+    Tool-argument resolution reads the values from the node itself, so a memory deleted since
+    the retrieval leaves no value behind in its receipts.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    node_id: NodeId
+    reference: BindingReference
+    kind: BindingKind
+    value_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 hex of the canonical JSON array [presentation, lookup] the context "
+        "exposed",
+    )
+
+    @classmethod
+    def of(cls, visible: VisibleValueBinding) -> SavedValueBinding:
+        return cls(
+            node_id=visible.node_id,
+            reference=visible.reference,
+            kind=visible.kind,
+            value_sha256=binding_value_sha256(visible.presentation, visible.lookup),
+        )
+
+    def exposes(self, binding: MemoryValueBinding) -> bool:
+        """Whether `binding` (read from the node now) is the one the context exposed."""
+        return (
+            binding.reference == self.reference
+            and binding.kind == self.kind
+            and binding_value_sha256(binding.presentation, binding.lookup) == self.value_sha256
         )
 
 

@@ -11,6 +11,8 @@ from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, Own
 
 MEMORY_DELETION_OPERATION = "memory_deletion"
 MEMORY_DELETION_PREFIX = "memory-deletion:"
+EVIDENCE_UNLINK_OPERATION = "evidence_unlink"
+EVIDENCE_UNLINK_PREFIX = "evidence-unlink:"
 
 
 class NodeFilter(BaseModel):
@@ -102,6 +104,11 @@ class MemoryDeletion(BaseModel):
     )
     edges_removed: int = Field(description="Edges (such as alias links) of those nodes removed")
     work_items_removed: int = Field(description="Work items of the event removed, pending or not")
+    unlinked_node_ids: list[str] = Field(
+        default_factory=list,
+        description="Nodes of other sources that the event had reinforced (or been merged "
+        "into): kept, they no longer name it as evidence",
+    )
     journal_id: str = Field(description="The journal record of the deletion")
     deleted_at: datetime = Field(description="When the memory was deleted")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from prme.model.bindings import VisibleValueBinding
+from prme.model.bindings import SavedValueBinding, VisibleValueBinding
 from prme.retrieval.fusion import FusionConfig, FusionInput, fuse
 
 RECEIPT_SCHEMA_VERSION = 22
@@ -138,10 +138,12 @@ class ReceiptContext(BaseModel):
     tokens_used: int = Field(description="Tokens the context took")
     entries: list[dict[str, Any]] = Field(description="The context's entries, in ref order")
     excluded: list[dict[str, Any]] = Field(description="Candidates left out, with reasons")
-    visible_value_bindings: list[VisibleValueBinding] = Field(
+    # Receipts saved before deletes existed kept the forms themselves (VisibleValueBinding).
+    visible_value_bindings: list[SavedValueBinding | VisibleValueBinding] = Field(
         default_factory=list,
-        description="The value bindings the context exposed: what a tool call made from it may "
-        "resolve against; empty in older receipts",
+        description="The value bindings the context exposed, as node, reference, kind and a "
+        "digest of the forms (never the forms): what a tool call made from it may resolve "
+        "against; empty in older receipts",
     )
 
 

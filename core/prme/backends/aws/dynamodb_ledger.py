@@ -658,7 +658,18 @@ class DynamoDbLedger:
     def commit_node_change(self, change: NodeChange) -> None:
         actions: list[tuple[str, Item, dict[str, Any]]] = []
         for previous, new in change.updates:
-            (stored, *_links) = self._node_items(new)
+            (stored, *links) = self._node_items(new)
+            # The evidence links follow the refs: a source finds every node it backs.
+            actions += [
+                ("Put", link, {})
+                for link in links
+                if link["event_id"]["S"] not in previous.evidence_refs
+            ]
+            actions += [
+                _delete(_key(stored[PK]["S"], f"EVNODE#{_part(ref)}#{_part(new.id)}"))
+                for ref in dict.fromkeys(previous.evidence_refs)
+                if ref not in new.evidence_refs
+            ]
             # Replace only the exact state that was read: a concurrent change is a conflict.
             actions.append(
                 (
@@ -858,29 +869,36 @@ class DynamoDbLedger:
 
     def delete_event(self, deletion: EventDeletion) -> None:
         pk = _pk_of(deletion.owner)
-        derived = [
-            key
+        event_link = f"EVNODE#{_part(deletion.event_id)}#"
+        # Units never split across transactions. A retry finds what is left through the event
+        # (its work, its evidence links) and through the nodes those links reach (their edges,
+        # their other links), so what leads to other items leaves with or after them: edges
+        # and work first, then each node's links to other events, then each node together
+        # with its link to this event, the event itself last.
+        units: list[list[Item]] = [[_key(pk, f"EDGE#{_part(edge.id)}")] for edge in deletion.edges]
+        units += [[_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}")] for w in deletion.work]
+        units += [
+            [_key(pk, f"EVNODE#{_part(ref)}#{_part(node.id)}")]
             for node in deletion.nodes
-            for key in (
-                _key(pk, f"NODE#{_part(node.id)}"),
-                *(
-                    _key(pk, f"EVNODE#{_part(ref)}#{_part(node.id)}")
-                    for ref in dict.fromkeys(node.evidence_refs)
-                ),
-            )
+            for ref in dict.fromkeys(node.evidence_refs)
+            if ref != deletion.event_id
         ]
-        derived += [_key(pk, f"EDGE#{_part(edge.id)}") for edge in deletion.edges]
-        derived += [_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}") for w in deletion.work]
-        derived = list({(k[PK]["S"], k[SK]["S"]): k for k in derived}.values())
-        # What does not fit next to the event goes first, in transactions of its own: while
-        # the event exists a retry finds and removes the rest, and the event leaves last.
-        room = resources.MAX_TRANSACTION_ITEMS - 2
-        while len(derived) > room:
-            chunk, derived = derived[:room], derived[room:]
+        units += [
+            [_key(pk, f"NODE#{_part(node.id)}"), _key(pk, f"{event_link}{_part(node.id)}")]
+            for node in deletion.nodes
+        ]
+        room = resources.MAX_TRANSACTION_ITEMS - 2  # the event and the journal record
+        chunks: list[list[Item]] = [[]]
+        for unit in units:
+            if len(chunks[-1]) + len(unit) > room:
+                chunks.append([])
+            chunks[-1].extend(unit)
+        *earlier, last = chunks
+        for chunk in earlier:
             self._transact([_delete(key) for key in chunk])
         event_key = _key(pk, f"EVENT#{_part(deletion.event_id)}")
         final = [
-            *(_delete(key) for key in derived),
+            *(_delete(key) for key in last),
             ("Delete", event_key, {"Key": event_key, "ConditionExpression": _EXISTS}),
             self._put_new(self._journal_item(deletion.journal)),
         ]

@@ -232,6 +232,7 @@ class SqliteLedger:
                 ).rowcount
                 if not changed:
                     raise sqlite3.IntegrityError("node changed since it was read")
+                self._relink_evidence(tx, previous, new)
                 if new.lifecycle_state is LifecycleState.ARCHIVED:
                     tx.execute(
                         "DELETE FROM node_expiry WHERE tenant=? AND owner=? AND node_id=?",
@@ -261,6 +262,28 @@ class SqliteLedger:
                 # As for a materialization: work closed here must still exist.
                 if self._update_work(tx, item) == 0:
                     raise ConflictError("work item no longer exists")
+
+    @staticmethod
+    def _relink_evidence(tx: sqlite3.Connection, previous: MemoryNode, new: MemoryNode) -> None:
+        """Keep the node's evidence links equal to its evidence refs (a reinforcement adds one,
+        a deleted source's unlinking removes one), so a source finds every node it backs."""
+        owner = (new.tenant_id, new.owner_id)
+        tx.executemany(
+            "INSERT OR IGNORE INTO node_evidence VALUES (?, ?, ?, ?, ?)",
+            [
+                (*owner, ref, new.id, new.created_at.isoformat())
+                for ref in dict.fromkeys(new.evidence_refs)
+                if ref not in previous.evidence_refs
+            ],
+        )
+        tx.executemany(
+            "DELETE FROM node_evidence WHERE tenant=? AND owner=? AND event_id=? AND node_id=?",
+            [
+                (*owner, ref, new.id)
+                for ref in dict.fromkeys(previous.evidence_refs)
+                if ref not in new.evidence_refs
+            ],
+        )
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
         while True:
