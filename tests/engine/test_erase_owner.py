@@ -20,13 +20,14 @@ from prme.engine.service import MemoryEngine
 from prme.engine.work_refs import WorkRef
 from prme.errors import (
     AuthenticationError,
+    ConflictError,
     IndexUnavailableError,
     InvalidRequestError,
     NotFoundError,
 )
 from prme.model.aliases import AliasDecision
 from prme.model.enums import CredentialRole
-from prme.model.erasure import OwnerErasure, owner_reference
+from prme.model.erasure import ErasureCounts, OwnerErasure, owner_reference
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import (
     FastIngestInput,
@@ -328,14 +329,23 @@ def test_an_import_sent_before_the_erasure_saves_nothing_and_a_later_one_saves(
     assert kept.accepted == 1
 
 
-@pytest.mark.parametrize("backend", ["memory", "embedded", "aws"])
+# Threads only on the two backends whose transactions are atomic across threads here: moto
+# runs two concurrent TransactWriteItems without isolating them (both may pass their
+# conditions), which DynamoDB never does; the AWS adapter's conditions are held to it below.
+@pytest.mark.parametrize("backend", ["memory", "embedded"])
 def test_concurrent_erase_calls_of_one_owner_count_every_record_once(
     backend: str, request: pytest.FixtureRequest, tmp_path: object
 ) -> None:
     h = _small_steps(backend, request, tmp_path)
     alone, raced = _owner(), _owner()
     for owner in (alone, raced):
-        fill(h, owner, "the same words for both")
+        for i in range(4):
+            h.engine.store(owner, StoreInput(content=f"the same words for both, {i}"))
+        items = [{"content": f"imported {i}"} for i in range(20)]
+        h.engine.ingest_fast(owner, FastIngestInput.model_validate({"items": items}))
+        CredentialService(h.credentials, h.clock).create(
+            tenant_id=owner.tenant_id, owner_id=owner.owner_id, role=CredentialRole.OWNER
+        )
 
     def erase_until_complete(owner: OwnerKey) -> OwnerErasure:
         for _ in range(80):
@@ -384,3 +394,30 @@ def test_an_owner_larger_than_one_transaction_is_erased_in_one_call(any_backend:
     assert (receipt.removed.events, receipt.removed.work_items) == (147, 147)
     assert receipt.removed.journal_records == 3
     assert _mentions(h, owner.owner_id) == []
+
+
+def test_a_step_from_a_stale_erasure_record_removes_nothing(any_backend: Harness) -> None:
+    h = any_backend
+    owner = _owner()
+    for i in range(5):
+        h.engine.store(owner, StoreInput(content=f"memory {i}"))
+    started = OwnerErasure(
+        erasure_id=owner_reference(owner.tenant_id, owner.owner_id),
+        started_at=h.clock.now(),
+        finished_at=None,
+        complete=False,
+        removed=ErasureCounts(),
+    )
+    h.ledger.save_erasure(started, owner.tenant_id, replacing=None)
+    # Another call's step moves the record on; this call still holds the one it read.
+    moved = h.ledger.erase_owner_step(owner, started, 3)
+    left = h.engine.get_stats(owner)
+
+    with pytest.raises(ConflictError):
+        h.ledger.erase_owner_step(owner, started, 3)
+    with pytest.raises(ConflictError):
+        h.ledger.save_erasure(started, owner.tenant_id, replacing=None)
+
+    assert h.engine.get_stats(owner) == left
+    assert h.ledger.get_erasure(owner.tenant_id, started.erasure_id) == moved
+    assert moved.removed.total == 3

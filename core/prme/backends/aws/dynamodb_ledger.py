@@ -951,15 +951,20 @@ class DynamoDbLedger:
                 continue  # an unreadable key authenticates nobody; `prme keys` reports it
             if body.get("owner_id") != owner.owner_id:
                 continue
+            listing = self._tenant_key(owner.tenant_id, key_id)
             # The three items of a key go together; a retry after a partial failure finds
-            # the listing item still there.
-            self._transact(
-                [
-                    _delete(self._hash_key(key_hash)),
-                    _delete(self._id_key(key_id)),
-                    _delete(self._tenant_key(owner.tenant_id, key_id)),
-                ]
-            )
+            # the listing item still there. Counted once: when a concurrent erase call removed
+            # the key first, the condition fails and this call does not count it.
+            try:
+                self._transact(
+                    [
+                        _delete(self._hash_key(key_hash)),
+                        _delete(self._id_key(key_id)),
+                        ("Delete", listing, {"Key": listing, "ConditionExpression": _EXISTS}),
+                    ]
+                )
+            except ConflictError:
+                continue
             removed += 1
         return removed
 

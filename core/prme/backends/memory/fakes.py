@@ -334,7 +334,8 @@ class InMemoryLedger:
     def erase_owner_keys(self, owner: OwnerKey) -> int:
         if self.credentials is None:
             return 0
-        return self.credentials.remove_owner(owner.tenant_id, owner.owner_id)
+        with self._lock:
+            return self.credentials.remove_owner(owner.tenant_id, owner.owner_id)
 
     def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
         mine = (owner.tenant_id, owner.owner_id)
