@@ -455,9 +455,8 @@ class InMemoryIndex:
         if not self.available:
             raise IndexUnavailableError()
         mine = [key for key in self.documents if key[:2] == (owner.tenant_id, owner.owner_id)]
-        for key in mine:
-            del self.documents[key]
-        return len(mine)
+        # Counted once when two erase calls race: only the call that took a document counts it.
+        return sum(self.documents.pop(key, None) is not None for key in mine)
 
     def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
         if not self.available:
