@@ -26,6 +26,7 @@ from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope
+from prme.model.erasure import OwnerErasure
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -293,6 +294,10 @@ class MemoryClient:
             return read_export(lines, lambda b: self._engine.import_records(owner, b), progress)
         except LineError as exc:
             raise InvalidRequestError(str(exc)) from None
+
+    @_operation("erase_owner")
+    def erase_owner(self, *, confirm: str, user_id: str | None = None) -> OwnerErasure:
+        return self._engine.erase_owner(self._owner(user_id), confirm=confirm)
 
     @_operation("get_processing_status")
     def get_processing_status(
