@@ -9,6 +9,7 @@ queue with a sanitized reason; one that failed for a passing cause is retried by
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from functools import cache
 from typing import Annotated, Any
 from uuid import UUID
@@ -113,14 +114,23 @@ def record_handler(record: SQSRecord) -> None:
         _reject(record, "invalid_message:json_limits")
         return
     owner = OwnerKey(tenant_id=message.tenant_id, owner_id=message.owner_id)
+    sent_ms = int(record.attributes.sent_timestamp)
     try:
         result = backend().engine.ingest_import(
-            owner, message.body.items, idempotency_key=str(message.idempotency_key)
+            owner,
+            message.body.items,
+            idempotency_key=str(message.idempotency_key),
+            sent_at=datetime.fromtimestamp(sent_ms / 1000, tz=UTC),
         )
     except ConflictError:
         # The key already wrote other items, or memories it wrote were deleted since: no
         # redelivery can succeed, and writing them again would undo the owner's delete.
         _reject(record, "idempotency_conflict")
+        return
+    if result.dropped_for_erasure:
+        # Acknowledged, not failed: redelivering it would only drop it again.
+        logger.info("import dropped: its owner was erased after it was sent")
+        metrics.add_metric(name="ImportsDroppedForErasure", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="EventsImported", unit=MetricUnit.Count, value=result.accepted)
 

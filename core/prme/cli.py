@@ -1,5 +1,5 @@
 """The `prme` command: serve HTTP or MCP, manage keys, bootstrap AWS, run work, reindex, search,
-list, delete, count, export and import an owner's memories.
+list, delete, erase, count, export and import an owner's memories.
 
 Exit codes: 0 done; 1 the command ran and failed (a key id that does not exist, storage or
 the embedder unavailable); 2 the command line or a `PRME_*` setting is wrong, nothing was
@@ -69,6 +69,7 @@ _OPENS_SEARCH_INDEX = {
     "mcp",
     "list",
     "delete",
+    "erase",
     "stats",
     "export",
     "import",
@@ -525,6 +526,41 @@ def _delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _erase(args: argparse.Namespace, settings: Settings) -> int:
+    """Erase everything stored for one owner, after the user id is typed again (or --yes)."""
+    owner = _owner(args, settings)
+    shown = visible(owner.owner_id)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("nothing erased: add --yes to erase without a terminal to confirm")
+        # Typing the id, not just "y": the command cannot be confirmed by habit.
+        print(
+            f"Erase everything stored for user {shown} (memories, journal, receipts, feedback, "
+            "keys)? This cannot be undone. Type the user id to confirm: ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        if sys.stdin.readline().rstrip("\n") != owner.owner_id:
+            raise CommandFailedError("nothing erased: the user id was not typed")
+    backend = open_backend(settings, args.data_dir)
+    try:
+        # One call removes a bounded number of records; a large owner takes several.
+        while True:
+            receipt = backend.engine.erase_owner(owner, confirm=owner.owner_id)
+            if receipt.complete:
+                break
+            print(f"erasing: {receipt.removed.total} records removed so far", file=sys.stderr)
+    finally:
+        backend.close()
+    if args.json:
+        print(receipt.model_dump_json(indent=2))
+        return 0
+    counts = ", ".join(f"{name} {n}" for name, n in receipt.removed.model_dump().items() if n)
+    print(f"erased user {shown}: {counts or 'nothing was stored'} (erasure {receipt.erasure_id})")
+    return 0
+
+
 def _stats(args: argparse.Namespace, settings: Settings) -> int:
     """Counts of one owner's stored memory."""
     owner = _owner(args, settings)
@@ -700,7 +736,7 @@ CommandMaker = Callable[
 def _add_manage_commands(
     command: CommandMaker, sub: argparse._SubParsersAction[argparse.ArgumentParser]
 ) -> None:
-    """`list`, `delete` and `stats`: managing one owner's stored memory."""
+    """`list`, `delete`, `erase` and `stats`: managing one owner's stored memory."""
     listing = command(sub, "list", "list one owner's memory nodes or source events, by id")
     listing.add_argument("--user-id", default="default", help="the owner whose memories to list")
     listing.add_argument(
@@ -743,6 +779,13 @@ def _add_manage_commands(
     delete.add_argument("event_id", help="the source event's id (`prme list --events` shows them)")
     delete.add_argument("--user-id", default="default", help="the owner of the event")
     delete.add_argument("--yes", action="store_true", help="delete without asking")
+
+    erase = command(sub, "erase", "erase everything stored for one owner, their API keys included")
+    erase.add_argument("--user-id", required=True, help="the owner to erase (no default)")
+    erase.add_argument(
+        "--yes", action="store_true", help="erase without asking to type the user id again"
+    )
+    erase.add_argument("--json", action="store_true", help="print the erasure receipt as JSON")
 
     stats = command(sub, "stats", "count one owner's events, memory nodes and pending work")
     stats.add_argument("--user-id", default="default", help="the owner whose memory to count")
@@ -950,6 +993,7 @@ HANDLERS: dict[str, Handler] = {
     "search": _search,
     "list": _list,
     "delete": _delete,
+    "erase": _erase,
     "stats": _stats,
     "export": _export,
     "import": _import,

@@ -39,7 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import judgment_schemas, schemas
-from prme.model import feedback, listings, portability, quantities
+from prme.model import erasure, feedback, listings, portability, quantities
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
 from prme.model.quantities import QuantityAggregationQuery
@@ -264,6 +264,16 @@ class _Calls:
             local=lambda at: at.engine.import_records(
                 at.owner, _engine_input(portability.ImportBatch, body)
             ),
+        )
+
+    def erase_owner(
+        self, *, confirm: str, user_id: str | None = None
+    ) -> Call[erasure.OwnerErasure]:
+        return Call(
+            "erase_owner",
+            user_id,
+            query={"confirm": confirm},
+            local=lambda at: at.engine.erase_owner(at.owner, confirm=confirm),
         )
 
     def get_processing_status(
@@ -757,6 +767,7 @@ class MemoryClient:
     get_stats = _blocking(_Calls.get_stats)
     export_owner = _blocking(_Calls.export_owner)
     import_records = _blocking(_Calls.import_records)
+    erase_owner = _blocking(_Calls.erase_owner)
     get_processing_status = _blocking(_Calls.get_processing_status)
     get_retrieval_receipt = _blocking(_Calls.get_retrieval_receipt)
     process_materializations = _blocking(_Calls.process_materializations)
@@ -896,6 +907,7 @@ class AsyncMemoryClient:
     get_stats = _awaitable(_Calls.get_stats)
     export_owner = _awaitable(_Calls.export_owner)
     import_records = _awaitable(_Calls.import_records)
+    erase_owner = _awaitable(_Calls.erase_owner)
     get_processing_status = _awaitable(_Calls.get_processing_status)
     get_retrieval_receipt = _awaitable(_Calls.get_retrieval_receipt)
     process_materializations = _awaitable(_Calls.process_materializations)

@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 
 from prme.http import judgment_schemas, schemas
-from prme.model import bindings, feedback, inputs, listings, portability, quantities
+from prme.model import bindings, erasure, feedback, inputs, listings, portability, quantities
 from prme.retrieval import receipts
 
 
@@ -397,6 +397,26 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.ImportRequest,
         response=portability.ImportReport,
+    ),
+    Operation(
+        "erase_owner",
+        Capability.MEMORIES,
+        "Erase a user completely",
+        "Remove everything stored for one user of the operator's tenant: sources, memories, "
+        "journal, receipts, feedback, alias records, idempotency records, queued work, search "
+        "documents and the user's API keys. Irreversible: confirm must repeat the user id. "
+        "The receipt counts what each store lost and names the user only by a hash; complete "
+        "is false when the user was too large for one call: call again to continue.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute(
+            "DELETE",
+            "/v1/owner",
+            extra_errors={
+                503: "The erasure stopped part-way: repeat the call, it continues where it stopped"
+            },
+        ),
+        request=None,
+        response=erasure.OwnerErasure,
     ),
     # -- processing --
     Operation(

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from prme.model.enums import LifecycleState, NodeType, WorkFamily
+from prme.model.erasure import OwnerErasure
 from prme.model.extraction import Extraction
 from prme.model.listings import EventDeletion
 from prme.model.records import (
@@ -199,6 +200,32 @@ class Ledger(Protocol):
         order. An operator listing (it may read the whole store): never on a request path."""
         ...
 
+    def erase_owner_keys(self, owner: OwnerKey) -> int:
+        """Remove the owner's API keys, revoked or not, where this store keeps them (both
+        real ledgers keep the keys); how many were removed."""
+        ...
+
+    def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
+        """Remove up to `limit` (at least 1; an adapter may take fewer) of the owner's stored
+        records, whatever their kind (events, nodes and their links, edges, journal, work
+        items, idempotency records), and replace the tenant's stored erasure record, which
+        must be `erasure` exactly, by `erasure` with them counted, in one transaction. Returns
+        the saved record; nothing removed means nothing of the owner was left. Unreadable
+        records are removed too. ConflictError, with nothing removed, when the stored record
+        is another (a concurrent erase call of the owner moved it on)."""
+        ...
+
+    def get_erasure(self, tenant_id: str, erasure_id: str) -> OwnerErasure | None:
+        """The tenant's erasure record of this id (see `prme.model.erasure.owner_reference`)."""
+        ...
+
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
+        """Store the tenant's erasure record of `erasure.erasure_id` in place of `replacing`
+        (None: there is none yet). ConflictError when the stored record is not `replacing`."""
+        ...
+
 
 class CredentialStore(Protocol):
     """Hashed API keys. Lookups by hash span tenants: the key itself says whose it is."""
@@ -258,6 +285,11 @@ class SearchIndex(Protocol):
     def delete(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
         """Remove the owner's documents of these nodes; ids not indexed are skipped.
         Raises IndexUnavailableError."""
+        ...
+
+    def delete_owner(self, owner: OwnerKey) -> int:
+        """Remove every document of the owner; how many were removed. Raises
+        IndexUnavailableError."""
         ...
 
 

@@ -38,7 +38,8 @@ LEDGER_ACTIONS = (
     "dynamodb:UpdateItem",
 )
 # Functions whose code paths call fewer of them. The bulk-ingest consumer reads an import's
-# idempotency record (BatchGetItem) and commits Put-only transactions. The extractor reads by
+# idempotency record (BatchGetItem) and its owner's erasure record (GetItem: an import sent
+# before the erasure saves nothing), and commits Put-only transactions. The extractor reads by
 # key one source and one journal record at a time: its only batched read would be of
 # nodes to index, which it never has (its extract work names no node to index, and the nodes
 # of one extraction share one time, so none is another's session predecessor). Maintenance
@@ -46,7 +47,7 @@ LEDGER_ACTIONS = (
 # nodes and journal) and writes by Put and Update.
 TABLE_ACTIONS = {
     "api": (*LEDGER_ACTIONS, "dynamodb:DeleteItem"),
-    "ingest": ("dynamodb:BatchGetItem", "dynamodb:PutItem"),
+    "ingest": ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"),
     "extractor": ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
     "maintenance": ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 }

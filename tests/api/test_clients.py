@@ -24,7 +24,7 @@ from prme.errors import (
     OperationNotServedError,
 )
 from prme.http import judgment_schemas, schemas
-from prme.model import feedback, listings
+from prme.model import erasure, feedback, listings
 from prme.settings import Settings
 from tests.harness.live_server import LiveServer, flaky_relay, live_server
 
@@ -155,6 +155,9 @@ def test_export_and_import_round_trip(client: MemoryClient, user: str) -> None:
     assert answer.results[0].content == "The spare key is under the blue pot."
     with pytest.raises(InvalidRequestError):
         client.import_from(io.StringIO("not an export\n"), user_id=copy)
+    erased = client.erase_owner(confirm=copy, user_id=copy)
+    assert type(erased) is erasure.OwnerErasure and erased.complete
+    assert client.get_stats(user_id=copy).events == 0
 
 
 def _comparable(result: BaseModel | list[Any]) -> str:

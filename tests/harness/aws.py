@@ -23,6 +23,7 @@ from prme.engine.config import EngineConfig
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from tests.harness.engines import TOKEN_COUNTER, Harness
+from tests.harness.store_scan import scan_aws
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -157,4 +158,13 @@ def aws_harness(
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
     )
-    return Harness(MemoryEngine(deps), ledger, index, queue, clock, embedder)
+    return Harness(
+        MemoryEngine(deps),
+        ledger,
+        index,
+        queue,
+        clock,
+        embedder,
+        ledger,
+        lambda: scan_aws(dynamodb, table, opensearch, alias),
+    )

@@ -3,19 +3,26 @@ recorded work announcements, and the owners the tests store for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prme.backends.clock import ManualClock
 from prme.backends.embedded.service import open_embedded
-from prme.backends.memory import InMemoryIndex, InMemoryLedger, RecordingWorkQueue
+from prme.backends.memory import (
+    InMemoryCredentialStore,
+    InMemoryIndex,
+    InMemoryLedger,
+    RecordingWorkQueue,
+)
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.config import EngineConfig
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.model.records import OwnerKey
-from prme.ports import Embedder, Ledger, SearchIndex
+from prme.ports import CredentialStore, Embedder, Ledger, SearchIndex
 from prme.retrieval.tokens import Cl100kTokenCounter
+from tests.harness.store_scan import scan_memory, scan_sqlite
 
 ALICE = OwnerKey(tenant_id="t1", owner_id="alice")
 BOB = OwnerKey(tenant_id="t1", owner_id="bob")
@@ -32,11 +39,15 @@ class Harness:
     queue: RecordingWorkQueue
     clock: ManualClock
     embedder: Embedder
+    # The API keys beside this ledger, and every stored record as text read from the stores.
+    credentials: CredentialStore = field(default_factory=InMemoryCredentialStore)
+    scan_stores: Callable[[], list[str]] = field(default=list)
 
 
 def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None = None) -> Harness:
+    credentials = InMemoryCredentialStore()
     ledger, index, queue, clock = (
-        InMemoryLedger(),
+        InMemoryLedger(credentials),
         InMemoryIndex(),
         RecordingWorkQueue(),
         ManualClock(),
@@ -51,7 +62,16 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
     )
-    return Harness(MemoryEngine(deps), ledger, index, queue, clock, embedder)
+    return Harness(
+        MemoryEngine(deps),
+        ledger,
+        index,
+        queue,
+        clock,
+        embedder,
+        credentials,
+        lambda: scan_memory(ledger, index),
+    )
 
 
 def embedded_harness(
@@ -72,4 +92,13 @@ def embedded_harness(
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
     )
-    return Harness(MemoryEngine(deps), backend.ledger, backend.index, queue, clock, embedder)
+    return Harness(
+        MemoryEngine(deps),
+        backend.ledger,
+        backend.index,
+        queue,
+        clock,
+        embedder,
+        backend.ledger,
+        lambda: scan_sqlite(data_dir),
+    )

@@ -53,6 +53,19 @@ def api_key(deployment: IamDeployment) -> str:
     return issued.secret
 
 
+def operator_key(deployment: IamDeployment) -> str:
+    """An operator key of alice's tenant, issued outside every function's role."""
+    from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.clock import SystemClock
+    from prme.engine.credentials import CredentialService
+
+    ledger = DynamoDbLedger(deployment.admin("dynamodb"), deployment.binding.table_name)
+    issued = CredentialService(ledger, SystemClock()).create(
+        tenant_id=TENANT, owner_id=None, role=CredentialRole.OPERATOR
+    )
+    return issued.secret
+
+
 def age_pending_work(deployment: IamDeployment) -> None:
     """Make Alice's pending work look untouched since before its queue could still be
     delivering it (the sweeper waits that long), as the clock would see it later."""
@@ -71,7 +84,12 @@ def age_pending_work(deployment: IamDeployment) -> None:
 
 
 def api_call(
-    key: str, path: str, body: dict[str, Any] | None = None, *, method: str | None = None
+    key: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    *,
+    method: str | None = None,
+    query: str = "",
 ) -> tuple[int, dict[str, Any]]:
     """A POST with `body` through API Gateway's v2 event, or a GET without one (or `method`)."""
     from functions import api
@@ -79,6 +97,7 @@ def api_call(
     event = load_event("apigw_v2_store.json" if body is not None else "apigw_v2_get_event.json")
     event["headers"]["authorization"] = f"Bearer {key}"
     event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["rawQueryString"] = query
     if method is not None:
         event["requestContext"]["http"]["method"] = method
     if body is not None:
@@ -176,6 +195,19 @@ def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:
     run_as("api")
     status, body = api_call(key, f"/v1/events/{ingested['event_id']}/extraction-status")
     assert (status, body["extraction_status"]) == (200, "completed"), body
+
+
+def api_erases_a_user(deployment: IamDeployment, run_as: RunAs) -> None:
+    key, operator = api_key(deployment), operator_key(deployment)
+    run_as("api")
+    status, stored = api_call(key, "/v1/store", {"content": "Alice keeps bees on the roof."})
+    assert status == 200, stored
+    status, receipt = api_call(
+        operator, "/v1/owner", method="DELETE", query="user_id=alice&confirm=alice"
+    )
+    assert (status, receipt["complete"]) == (200, True), receipt
+    assert receipt["removed"]["events"] == 1 and receipt["removed"]["api_keys"] == 1
+    assert receipt["removed"]["index_documents"] == 1
 
 
 def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> None:

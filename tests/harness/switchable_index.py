@@ -45,3 +45,14 @@ class SwitchableIndex:
             owner, lookups, embedding_model
         )
         return found
+
+    def delete(self, owner: OwnerKey, node_ids: list[str]) -> None:
+        if self.down:
+            raise IndexUnavailableError()
+        self.inner.delete(owner, node_ids)
+
+    def delete_owner(self, owner: OwnerKey) -> int:
+        if self.down:
+            raise IndexUnavailableError()
+        removed: int = self.inner.delete_owner(owner)
+        return removed

@@ -378,7 +378,8 @@ TABLE_CALLS = {
     "materializer": _EVERY_LEDGER_CALL,
     # No batched node read: an extraction's nodes are never another's session predecessor.
     "extractor": ["GetItem", "PutItem", "Query", "UpdateItem"],
-    "ingest": ["BatchGetItem", "PutItem"],
+    # GetItem: the owner's erasure record, read before an import is saved.
+    "ingest": ["BatchGetItem", "GetItem", "PutItem"],
     # Queries, and the Put and Update writes of archiving, sweeping and alias scans.
     "maintenance": ["PutItem", "Query", "UpdateItem"],
 }

@@ -12,6 +12,7 @@ from tests.harness.cloudformation import ResponseCatcher, cloudformation_request
 from tests.harness.iam import IamDeployment, IamServer, iam_deployment
 from tests.harness.iam_scenarios import (
     RunAs,
+    api_erases_a_user,
     api_stores_and_retrieves,
     import_materialize_retrieve,
     ingest_rejects_into_its_dlq,
@@ -40,6 +41,7 @@ def iam_deployed(
 ROLE_SCENARIOS = [
     ingest_rejects_into_its_dlq,
     api_stores_and_retrieves,
+    api_erases_a_user,
     import_materialize_retrieve,
     ingest_then_extract,
     maintenance_announces_overdue_work,

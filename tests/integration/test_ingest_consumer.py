@@ -159,3 +159,20 @@ def test_a_redelivered_import_whose_memories_were_deleted_is_parked_not_rewritte
     assert engine.list_events(ALICE, EventFilter()).items == []
     reasons = [m["MessageAttributes"]["prme_reason"]["StringValue"] for m in dead_letters(deployed)]
     assert reasons == ["idempotency_conflict"]
+
+
+def test_an_import_queued_before_its_owner_was_erased_is_dropped_without_a_retry(
+    deployed: Deployed,
+) -> None:
+    from functions import ingest_consumer, runtime
+
+    engine = runtime.backend().engine
+    # The sample record was sent (SentTimestamp) before now, when alice is erased.
+    receipt = engine.erase_owner(ALICE, confirm=ALICE.owner_id)
+    assert receipt.complete
+
+    response = ingest_consumer.handler(ingest_event(import_message(3)), FakeLambdaContext())
+
+    assert response == {"batchItemFailures": []}
+    assert engine.get_stats(ALICE).events == 0
+    assert dead_letters(deployed) == []

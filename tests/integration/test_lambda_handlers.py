@@ -113,6 +113,25 @@ def test_materializer_processes_work_and_reports_partial_failures(deployed: Depl
     assert again == {"batchItemFailures": []}
 
 
+def test_work_of_an_erased_owner_is_acknowledged_and_recreates_nothing(
+    deployed: Deployed,
+) -> None:
+    from functions import materializer, runtime
+
+    _, work = pending_store("a memory whose owner is erased before it is indexed")
+    engine = runtime.backend().engine
+    assert engine.erase_owner(ALICE, confirm=ALICE.owner_id).complete
+
+    # Delivered after the erasure, on its first receive and on what would be its last.
+    for receive_count in (1, 5):
+        response = materializer.handler(
+            sqs_event([WorkRef.of(work)], receive_count=receive_count), FakeLambdaContext()
+        )
+        assert response == {"batchItemFailures": []}
+    stats = engine.get_stats(ALICE)
+    assert (stats.events, stats.nodes, stats.pending_materializations) == (0, 0, 0)
+
+
 def test_poison_work_fails_on_its_last_receive_and_shows_in_status(deployed: Deployed) -> None:
     from functions import materializer, runtime
 

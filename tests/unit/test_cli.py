@@ -478,6 +478,54 @@ def test_delete_asks_on_a_terminal_and_refuses_without_one(
     assert done.err == question
 
 
+def test_erase_asks_for_the_user_id_and_erases_only_that_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _alice_with_two_memories(tmp_path)
+    data = ["--data-dir", str(tmp_path)]
+    argv = ["erase", "--user-id", "alice", *data]
+
+    # No terminal to ask on and no --yes: nothing is erased
+    monkeypatch.setattr("sys.stdin", io.StringIO("alice\n"))
+    assert _run(argv, capsys) == (
+        EXIT_USAGE,
+        "prme: error: nothing erased: add --yes to erase without a terminal to confirm\n",
+    )
+    # On a terminal, a "y" out of habit is not the user id
+    monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
+    question = (
+        "Erase everything stored for user alice (memories, journal, receipts, feedback, keys)? "
+        "This cannot be undone. Type the user id to confirm: "
+    )
+    assert _run(argv, capsys) == (
+        EXIT_FAILED,
+        question + "prme: error: nothing erased: the user id was not typed\n",
+    )
+    # The id typed again erases her, and only her
+    monkeypatch.setattr("sys.stdin", _Terminal("alice\n"))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("erased user alice: events 2, nodes 2,")
+    assert main(["stats", "--user-id", "alice", "--json", *data]) == 0
+    assert json.loads(capsys.readouterr().out)["events"] == 0
+    assert main(["stats", "--user-id", "bob", "--json", *data]) == 0
+    assert json.loads(capsys.readouterr().out)["events"] == 1
+    # Erasing again finds nothing and answers with the same receipt
+    assert main(["erase", "--user-id", "alice", "--yes", "--json", *data]) == 0
+    receipt = json.loads(capsys.readouterr().out)
+    assert receipt["complete"] is True and receipt["removed"]["events"] == 2
+    assert "alice" not in json.dumps(receipt)
+
+
+def test_erase_names_its_user_explicitly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["erase", "--yes", "--data-dir", str(tmp_path)])
+    assert refused.value.code == EXIT_USAGE
+    assert "required: --user-id" in capsys.readouterr().err
+
+
 def test_stats_prints_the_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _alice_with_two_memories(tmp_path)
     argv = ["stats", "--user-id", "alice", "--data-dir", str(tmp_path)]

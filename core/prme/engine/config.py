@@ -98,6 +98,9 @@ class EngineConfig(BaseModel):
     vector_segments: Literal["sentences", "whole"] = "sentences"
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)
+    # How many of an owner's ledger records one erase call removes at most: a larger owner is
+    # erased over several calls, each well inside an API Gateway request's 29 seconds.
+    erase_records_per_call: int = Field(default=5000, ge=1)
 
     @model_validator(mode="before")
     @classmethod

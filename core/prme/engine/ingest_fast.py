@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from prme.engine.deps import EngineDeps
+from prme.engine.erase import erasure_began_after
 from prme.engine.idempotency import (
     commit_or_replay,
     key_binding,
@@ -33,6 +35,8 @@ FAST_INGEST_JOURNAL = "fast_ingest_batch"
 class FastIngestResult:
     event_ids: list[str]
     accepted: int
+    # An import sent before its owner's erasure began is dropped whole (nothing is saved).
+    dropped_for_erasure: bool = False
 
 
 def build_ingest_commit(
@@ -120,12 +124,18 @@ def ingest_import(
     owner: OwnerKey,
     items: list[FastIngestItem],
     idempotency_key: str,
+    *,
+    sent_at: datetime | None = None,
 ) -> FastIngestResult:
     """A batch of any size (the SQS import path): split into transaction-sized chunks.
 
     The split is deterministic and each chunk's key derives from the import's key, so a
     redelivered import replays every chunk that already committed and finishes the rest.
+    An import sent (`sent_at`, the queue's own time) before an erasure of its owner began
+    saves nothing: the erasure was asked after it, and must not be undone by it.
     """
+    if sent_at is not None and erasure_began_after(deps, owner, sent_at):
+        return FastIngestResult(event_ids=[], accepted=0, dropped_for_erasure=True)
     event_ids: list[str] = []
     for index, start in enumerate(range(0, len(items), MAX_FAST_INGEST_ITEMS)):
         chunk = FastIngestInput(items=items[start : start + MAX_FAST_INGEST_ITEMS])

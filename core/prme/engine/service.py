@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from prme.engine import (
     aliases,
+    erase,
     expiry,
     feedback,
     ingest,
@@ -32,6 +34,7 @@ from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
+from prme.model.erasure import OwnerErasure
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -75,9 +78,14 @@ class MemoryEngine:
         return ingest_fast.ingest_fast(self.deps, owner, request, idempotency_key)
 
     def ingest_import(
-        self, owner: OwnerKey, items: list[FastIngestItem], *, idempotency_key: str
+        self,
+        owner: OwnerKey,
+        items: list[FastIngestItem],
+        *,
+        idempotency_key: str,
+        sent_at: datetime | None = None,
     ) -> FastIngestResult:
-        return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key)
+        return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key, sent_at=sent_at)
 
     def ingest(
         self, owner: OwnerKey, request: IngestInput, *, idempotency_key: str | None = None
@@ -149,6 +157,9 @@ class MemoryEngine:
 
     def delete_memory(self, owner: OwnerKey, event_id: str) -> listings.MemoryDeletion:
         return manage.delete_memory(self.deps, owner, event_id)
+
+    def erase_owner(self, owner: OwnerKey, *, confirm: str) -> OwnerErasure:
+        return erase.erase_owner(self.deps, owner, confirm=confirm)
 
     def get_stats(self, owner: OwnerKey) -> listings.OwnerStats:
         return manage.get_stats(self.deps, owner)

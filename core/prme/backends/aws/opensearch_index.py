@@ -36,6 +36,8 @@ _MODEL_BUCKETS = 5
 # a search sees a write only after the next refresh (1 s by default), this covers the gap.
 _RECENT_SECONDS = 10.0
 _RECENT_MAX = 500
+# Documents an owner's erasure lists and deletes per round trip.
+_ERASE_PAGE = 500
 # An attempt shorter than this cannot finish even a healthy request: fail fast instead.
 _MIN_ATTEMPT_S = 0.05
 
@@ -219,6 +221,11 @@ class RecentSessionWrites:
                 for k in self._written
                 if k[:2] == (owner.tenant_id, owner.owner_id) and k[3] in gone
             ]:
+                del self._written[key]
+
+    def forget_owner(self, owner: OwnerKey) -> None:
+        with self._lock:
+            for key in [k for k in self._written if k[:2] == (owner.tenant_id, owner.owner_id)]:
                 del self._written[key]
 
     def _prune(self, now: float) -> None:
@@ -406,7 +413,62 @@ class OpenSearchIndex:
         if self._recent is not None:
             self._recent.forget(owner, node_ids)
 
-    def _bulk(self, body: list[dict[str, Any]], *, missing_is_done: bool = False) -> None:
+    def delete_owner(self, owner: OwnerKey) -> int:
+        # Search and bulk delete rather than delete_by_query: that one lives in the reindex
+        # module, which a minimal OpenSearch (the local one) does not load.
+        self._verify()
+        removed = 0
+        after: list[Any] | None = None
+        try:
+            # A search sees only refreshed documents: a write not yet refreshed (the default)
+            # would otherwise outlive the erasure.
+            self._client.indices.refresh(index=self._alias, **self._deadline_params())
+            while True:
+                query: Query = {
+                    "query": {"bool": {"filter": owner_clauses(owner)}},
+                    "size": _ERASE_PAGE,
+                    "sort": [{"node_id": "asc"}],
+                    "_source": False,
+                }
+                if after is not None:
+                    query["search_after"] = after
+                response = self._client.search(
+                    index=self._alias,
+                    body=query,
+                    routing=owner.tenant_id,
+                    **self._deadline_params(),
+                )
+                hits = response["hits"]["hits"]
+                if not hits:
+                    break
+                deleted = self._bulk(
+                    [
+                        {
+                            "delete": {
+                                "_index": self._alias,
+                                "_id": hit["_id"],
+                                "routing": owner.tenant_id,
+                            }
+                        }
+                        for hit in hits
+                    ],
+                    missing_is_done=True,
+                )
+                removed += sum(
+                    1
+                    for entry in deleted.get("items", [])
+                    for item in entry.values()
+                    if item.get("result") == "deleted"
+                )
+                after = hits[-1]["sort"]
+            self._client.indices.refresh(index=self._alias, **self._deadline_params())
+        except OpenSearchException as exc:
+            raise IndexUnavailableError() from exc
+        if self._recent is not None:
+            self._recent.forget_owner(owner)
+        return removed
+
+    def _bulk(self, body: list[dict[str, Any]], *, missing_is_done: bool = False) -> dict[str, Any]:
         """Send one bulk request; raise IndexUnavailableError unless every item succeeded (a
         404, with `missing_is_done`, counts as done)."""
         try:
@@ -427,6 +489,8 @@ class OpenSearchIndex:
         if failed or (response.get("errors") and not missing_is_done):
             self._recheck_if_gone(item.get("error") for item in failed)
             raise IndexUnavailableError()
+        result: dict[str, Any] = response
+        return result
 
     # -- reads -------------------------------------------------------------------------
 

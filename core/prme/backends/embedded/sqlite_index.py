@@ -10,6 +10,7 @@ import logging
 import sqlite3
 import struct
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +57,12 @@ _INSERT_DOC = (
     "vector, text, content_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_NEW_DOC = _INSERT_DOC + " ON CONFLICT (tenant, owner, node_id) DO NOTHING"
+# A first generation starts at the clock, not at 1: an owner's row is deleted by an erasure,
+# and a row created again must not repeat a generation another process cached before it.
+_NEXT_GENERATION = (
+    "INSERT INTO generations VALUES (?, ?, ?) ON CONFLICT(tenant, owner) "
+    "DO UPDATE SET generation = generation + 1"
+)
 _FILTER_COLUMNS = ("node_type", "source_type", "epistemic_type", "lifecycle_state", "scope")
 
 
@@ -135,11 +142,7 @@ class SqliteVectorIndex:
                 for doc in documents:
                     self._write(doc)
                 for tenant, owner in owners:
-                    self._conn.execute(
-                        "INSERT INTO generations VALUES (?, ?, 1) ON CONFLICT(tenant, owner) "
-                        "DO UPDATE SET generation = generation + 1",
-                        (tenant, owner),
-                    )
+                    self._conn.execute(_NEXT_GENERATION, (tenant, owner, time.time_ns()))
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if self._conn.in_transaction:
@@ -165,17 +168,41 @@ class SqliteVectorIndex:
                         self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", found)
                         self._conn.execute("DELETE FROM docs WHERE rowid=?", found)
                 # A new generation: another process's cached matrices reload too.
-                self._conn.execute(
-                    "INSERT INTO generations VALUES (?, ?, 1) ON CONFLICT(tenant, owner) "
-                    "DO UPDATE SET generation = generation + 1",
-                    key,
-                )
+                self._conn.execute(_NEXT_GENERATION, (*key, time.time_ns()))
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise IndexUnavailableError() from exc
             self._vectors.pop(key, None)
+
+    def delete_owner(self, owner: OwnerKey) -> int:
+        key = (owner.tenant_id, owner.owner_id)
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute(
+                    "DELETE FROM docs_fts WHERE rowid IN "
+                    "(SELECT rowid FROM docs WHERE tenant=? AND owner=?)",
+                    key,
+                )
+                removed = self._conn.execute(
+                    "DELETE FROM docs WHERE tenant=? AND owner=?", key
+                ).rowcount
+                # No generation row is left to name the owner: another process's cached
+                # matrices see the generation change (to none) and reload.
+                self._conn.execute("DELETE FROM generations WHERE tenant=? AND owner=?", key)
+                if removed:
+                    # A deleted FTS row leaves its words in the index segments until they are
+                    # merged: merge now, so no word of the owner's stays in the file's tables.
+                    self._conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise IndexUnavailableError() from exc
+            self._vectors.pop(key, None)
+            return removed
 
     def _write(self, doc: IndexDocument) -> None:
         vector = _blob(doc.vector)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -31,6 +32,7 @@ from prme.errors import (
     StorageUnavailableError,
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
+from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -82,7 +84,32 @@ CREATE INDEX IF NOT EXISTS edges_by_target ON edges (tenant, owner, target);
 CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS erasures (
+    tenant TEXT NOT NULL, erasure_id TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (tenant, erasure_id)) WITHOUT ROWID;
 """
+
+
+# The owner's tables an erasure empties, with the count each adds to, and each table's id
+# column (the journal is emptied apart: its records are counted by operation).
+_ERASED_TABLES = (
+    ("events", "events"),
+    ("nodes", "nodes"),
+    ("node_evidence", "node_links"),
+    ("node_expiry", "node_links"),
+    ("edges", "edges"),
+    ("work", "work_items"),
+    ("idempotency_keys", "idempotency_records"),
+)
+_ERASED_KEY = {
+    "events": "id",
+    "nodes": "id",
+    "node_evidence": "event_id, node_id",
+    "node_expiry": "node_id",
+    "edges": "id",
+    "work": "id",
+    "idempotency_keys": "key",
+}
 
 
 def _status_column(status: WorkStatus, family: WorkFamily) -> str:
@@ -628,6 +655,82 @@ class SqliteLedger:
             if state in states and node_type in types:
                 counts[(LifecycleState(state), NodeType(node_type))] = int(count)
         return counts
+
+    # -- erasure -----------------------------------------------------------------------
+
+    def erase_owner_keys(self, owner: OwnerKey) -> int:
+        with self._transaction() as tx:
+            removed = tx.execute(
+                "DELETE FROM credentials WHERE tenant=? AND json_extract(body, '$.owner_id')=?",
+                (owner.tenant_id, owner.owner_id),
+            )
+            return removed.rowcount
+
+    def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
+        mine = (owner.tenant_id, owner.owner_id)
+        removed: Counter[str] = Counter()
+        with self._transaction() as tx:
+            self._expect_erasure(tx, owner.tenant_id, erasure.erasure_id, erasure)
+            for table, field in _ERASED_TABLES:
+                left = limit - sum(removed.values())
+                if left <= 0:
+                    break
+                key = _ERASED_KEY[table]
+                found = tx.execute(
+                    f"DELETE FROM {table} WHERE (tenant, owner, {key}) IN ("  # noqa: S608
+                    f"SELECT tenant, owner, {key} FROM {table} WHERE tenant=? AND owner=? LIMIT ?)",
+                    (*mine, left),
+                )
+                removed[field] += found.rowcount
+            left = limit - sum(removed.values())
+            if left > 0:
+                rows = tx.execute(
+                    "SELECT id, operation FROM journal WHERE tenant=? AND owner=? LIMIT ?",
+                    (*mine, left),
+                ).fetchall()
+                tx.executemany(
+                    "DELETE FROM journal WHERE tenant=? AND owner=? AND id=?",
+                    [(*mine, record_id) for record_id, _ in rows],
+                )
+                removed.update(journal_count_field(operation) for _, operation in rows)
+            saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
+            self._write_erasure(tx, saved, owner.tenant_id)
+            # Parsed copies of erased nodes may not outlive them in this process either.
+            self._parsed_nodes.clear()
+        return saved
+
+    @staticmethod
+    def _write_erasure(tx: sqlite3.Connection, erasure: OwnerErasure, tenant_id: str) -> None:
+        tx.execute(
+            "INSERT INTO erasures VALUES (?, ?, ?) ON CONFLICT (tenant, erasure_id) "
+            "DO UPDATE SET body=excluded.body",
+            (tenant_id, erasure.erasure_id, erasure.model_dump_json()),
+        )
+
+    def get_erasure(self, tenant_id: str, erasure_id: str) -> OwnerErasure | None:
+        rows = self._query(
+            "SELECT erasure_id, body FROM erasures WHERE tenant=? AND erasure_id=?",
+            (tenant_id, erasure_id),
+        )
+        return load_record(OwnerErasure, "erasure", *rows[0]) if rows else None
+
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
+        with self._transaction() as tx:
+            self._expect_erasure(tx, tenant_id, erasure.erasure_id, replacing)
+            self._write_erasure(tx, erasure, tenant_id)
+
+    @staticmethod
+    def _expect_erasure(
+        tx: sqlite3.Connection, tenant_id: str, erasure_id: str, expected: OwnerErasure | None
+    ) -> None:
+        row = tx.execute(
+            "SELECT body FROM erasures WHERE tenant=? AND erasure_id=?", (tenant_id, erasure_id)
+        ).fetchone()
+        stored = row[0] if row else None
+        if stored != (expected.model_dump_json() if expected is not None else None):
+            raise ConflictError("the erasure record changed")
 
     # -- CredentialStore ---------------------------------------------------------------
 

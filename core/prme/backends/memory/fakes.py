@@ -21,6 +21,7 @@ from prme.errors import (
     StorageUnavailableError,
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
+from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -45,9 +46,23 @@ def _key(owner: OwnerKey | None, tenant_id: str, owner_id: str) -> bool:
     return owner is None or (owner.tenant_id, owner.owner_id) == (tenant_id, owner_id)
 
 
+def _pop_owner(
+    table: dict[tuple[str, str, str], object], owner: tuple[str, str], limit: int
+) -> int:
+    """Remove up to `limit` records of `owner` from a table keyed (tenant, owner, id)."""
+    keys = [key for key in table if key[:2] == owner][: max(limit, 0)]
+    for key in keys:
+        del table[key]
+    return len(keys)
+
+
 class InMemoryLedger:
-    def __init__(self) -> None:
+    def __init__(self, credentials: InMemoryCredentialStore | None = None) -> None:
+        """`credentials`: the key store an owner's erasure removes keys from, as the real
+        ledgers, which keep the keys themselves, do."""
         self._lock = threading.RLock()
+        self.credentials = credentials
+        self.erasures: dict[tuple[str, str], OwnerErasure] = {}
         self.events: dict[tuple[str, str, str], Event] = {}
         self.nodes: dict[tuple[str, str, str], MemoryNode] = {}
         self.journal: dict[tuple[str, str, str], JournalRecord] = {}
@@ -324,6 +339,48 @@ class InMemoryLedger:
                 )
             )
 
+    def erase_owner_keys(self, owner: OwnerKey) -> int:
+        if self.credentials is None:
+            return 0
+        with self._lock:
+            return self.credentials.remove_owner(owner.tenant_id, owner.owner_id)
+
+    def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
+        mine = (owner.tenant_id, owner.owner_id)
+        removed: Counter[str] = Counter()
+        with self._lock:
+            if self.erasures.get((owner.tenant_id, erasure.erasure_id)) != erasure:
+                raise ConflictError("the erasure record changed")
+            left = limit
+            for field, table in (
+                ("events", self.events),
+                ("nodes", self.nodes),
+                ("edges", self.edges),
+                ("idempotency_records", self.idempotency),
+            ):
+                removed[field] = _pop_owner(table, mine, left)  # type: ignore[arg-type]
+                left -= removed[field]
+            for key in [k for k in self.journal if k[:2] == mine][: max(left, 0)]:
+                removed[journal_count_field(self.journal.pop(key).operation)] += 1
+                left -= 1
+            for work_id in [i for i, w in self.work.items() if w.owner == owner][: max(left, 0)]:
+                del self.work[work_id]
+                removed["work_items"] += 1
+            saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
+            self.erasures[(owner.tenant_id, saved.erasure_id)] = saved
+            return saved
+
+    def get_erasure(self, tenant_id: str, erasure_id: str) -> OwnerErasure | None:
+        return self.erasures.get((tenant_id, erasure_id))
+
+    def save_erasure(
+        self, erasure: OwnerErasure, tenant_id: str, *, replacing: OwnerErasure | None
+    ) -> None:
+        with self._lock:
+            if self.erasures.get((tenant_id, erasure.erasure_id)) != replacing:
+                raise ConflictError("the erasure record changed")
+            self.erasures[(tenant_id, erasure.erasure_id)] = erasure
+
 
 class InMemoryCredentialStore:
     def __init__(self) -> None:
@@ -354,6 +411,17 @@ class InMemoryCredentialStore:
             credential = credential.model_copy(update={"revoked_at": at})
             self._by_id[key_id] = credential
         return credential
+
+    def remove_owner(self, tenant_id: str, owner_id: str) -> int:
+        """Remove the owner's keys; how many there were."""
+        mine = [
+            key_id
+            for key_id, c in self._by_id.items()
+            if (c.tenant_id, c.owner_id) == (tenant_id, owner_id)
+        ]
+        for key_id in mine:
+            del self._by_id[key_id]
+        return len(mine)
 
 
 def _page(
@@ -390,6 +458,13 @@ class InMemoryIndex:
             raise IndexUnavailableError()
         for node_id in node_ids:
             self.documents.pop((owner.tenant_id, owner.owner_id, node_id), None)
+
+    def delete_owner(self, owner: OwnerKey) -> int:
+        if not self.available:
+            raise IndexUnavailableError()
+        mine = [key for key in self.documents if key[:2] == (owner.tenant_id, owner.owner_id)]
+        # Counted once when two erase calls race: only the call that took a document counts it.
+        return sum(self.documents.pop(key, None) is not None for key in mine)
 
     def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
         if not self.available:
