@@ -206,6 +206,7 @@ def test_each_bad_record_is_refused_with_its_line_and_nothing_of_the_batch_is_wr
     h = memory_harness()
     records = _records(h)  # two events, then their two nodes
     event, node = records[0], records[2]
+    elsewhere = {"reference": "city", "kind": "city", "presentation": "Paris", "lookup": "Paris"}
     cases: list[tuple[list[dict[str, Any]], str]] = [
         ([event, {**node, "evidence_refs": [_uuid(1)]}], "line 3: names event"),
         ([event, event], "line 3: repeats the id of line 2"),
@@ -215,6 +216,10 @@ def test_each_bad_record_is_refused_with_its_line_and_nothing_of_the_batch_is_wr
         ([event, {**node, "confidence": "very"}], "line 3: invalid node (fields: confidence)"),
         ([{**event, "metadata": {"x": float("nan")}}], "line 2: numbers must be finite"),
         ([event, {**node, "metadata": {"prme_value_bindings_v1": "no"}}], "line 3: metadata"),
+        (
+            [event, {**node, "metadata": {"prme_value_bindings_v1": [elsewhere]}}],
+            "line 3: value binding 0 (reference 'city'): presentation does not occur",
+        ),
         ([event, {**event, "content": "x" * 700_000}], "line 3: is larger than"),
     ]
     for batch, expected in cases:
