@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -205,8 +206,9 @@ def test_each_bad_record_is_refused_with_its_line_and_nothing_of_the_batch_is_wr
     h = memory_harness()
     records = _records(h)  # two events, then their two nodes
     event, node = records[0], records[2]
+    elsewhere = {"reference": "city", "kind": "city", "presentation": "Paris", "lookup": "Paris"}
     cases: list[tuple[list[dict[str, Any]], str]] = [
-        ([event, {**node, "evidence_refs": ["missing-event"]}], "line 3: names event"),
+        ([event, {**node, "evidence_refs": [_uuid(1)]}], "line 3: names event"),
         ([event, event], "line 3: repeats the id of line 2"),
         ([event, {**event, "kind": "receipt"}], "line 3: `kind` must be one of"),
         ([event, {**event, "surprise": 1}], "line 3: unknown field 'surprise'"),
@@ -214,6 +216,10 @@ def test_each_bad_record_is_refused_with_its_line_and_nothing_of_the_batch_is_wr
         ([event, {**node, "confidence": "very"}], "line 3: invalid node (fields: confidence)"),
         ([{**event, "metadata": {"x": float("nan")}}], "line 2: numbers must be finite"),
         ([event, {**node, "metadata": {"prme_value_bindings_v1": "no"}}], "line 3: metadata"),
+        (
+            [event, {**node, "metadata": {"prme_value_bindings_v1": [elsewhere]}}],
+            "line 3: value binding 0 (reference 'city'): presentation does not occur",
+        ),
         ([event, {**event, "content": "x" * 700_000}], "line 3: is larger than"),
     ]
     for batch, expected in cases:
@@ -222,12 +228,44 @@ def test_each_bad_record_is_refused_with_its_line_and_nothing_of_the_batch_is_wr
         assert "Lisbon" not in detail and "Paris" not in detail
 
 
+def test_records_no_store_writes_are_refused_with_their_line(any_backend: Harness) -> None:
+    """Ids that are not lowercase UUIDs could never be read or deleted through the API; an empty
+    one made an export page forever (its cursor resumed before it), a long one was a retryable
+    503 on DynamoDB (key size). A store's bounds hold for session labels and content too."""
+    h = any_backend
+    records = _records(h)
+    event, node = records[0], records[2]
+    long_text = "y" * 100_001
+    cases: list[tuple[list[dict[str, Any]], str]] = [
+        ([event, {**node, "id": ""}], "line 3: node id must be a lowercase UUID"),
+        ([event, {**node, "id": "n" * 2000}], "line 3: node id must be a lowercase UUID"),
+        ([event, {**node, "id": node["id"].upper()}], "line 3: node id must be"),
+        ([{**event, "id": "my-event"}], "line 2: event id must be"),
+        ([event, {**node, "evidence_refs": [event["id"], "e2"]}], "line 3: node evidence_refs"),
+        ([event, {**node, "session_id": "s" * 257}], "line 3: node session_id must have"),
+        ([{**event, "session_id": "chat\u200b"}], "line 2: event session_id must not contain"),
+        (
+            [{**event, "content": long_text, "content_sha256": _sha(long_text)}],
+            "line 2: event content is longer than 100000",
+        ),
+    ]
+    for batch, expected in cases:
+        detail = _refused(h, batch)
+        assert detail.startswith(expected), (expected, detail)
+    _varied_memory(h)
+    edges = [r for r in _export(h, ALICE).splitlines() if '"kind":"edge"' in r]
+    edge = json.loads(edges[0])
+    for end in ("source_node_id", "target_node_id"):
+        detail = _refused(h, [{**edge, end: ""}])
+        assert detail.startswith(f"line 2: edge {end} must be a lowercase UUID"), detail
+
+
 def test_an_edge_to_a_node_not_imported_is_refused() -> None:
     h = memory_harness()
     _varied_memory(h)
     records = [json.loads(line) for line in _export(h, ALICE).splitlines()[1:]]
     edge = next(r for r in records if r["kind"] == "edge")
-    detail = _refused(h, [{**edge, "target_node_id": "nowhere"}], first_line=40)
+    detail = _refused(h, [{**edge, "target_node_id": _uuid(2)}], first_line=40)
     assert detail.startswith("line 40: names node")
 
 
@@ -255,6 +293,10 @@ def test_an_event_id_the_owner_has_with_other_content_is_a_conflict() -> None:
 
     with pytest.raises(ConflictError, match="line 2: the owner has event"):
         h.engine.import_records(BOB, ImportBatch(version=EXPORT_FORMAT_VERSION, records=[other]))
+
+
+def _uuid(number: int) -> str:
+    return str(uuid.UUID(int=number))
 
 
 def _sha(text: str) -> str:
@@ -326,12 +368,12 @@ def test_a_batch_larger_than_one_ledger_transaction_is_written_whole(any_backend
     for i in range(40):
         word = "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
         content = f"Imported memory about the place called Zz{word}"
-        node = note_node(content, node_id=f"node-{i:03d}").model_copy(
-            update={"evidence_refs": (f"event-{i:03d}",)}
+        node = note_node(content, node_id=_uuid(1000 + i)).model_copy(
+            update={"evidence_refs": (_uuid(i),)}
         )
         event = {
             "kind": "event",
-            "id": f"event-{i:03d}",
+            "id": _uuid(i),
             "content": content,
             "content_sha256": node.content_sha256,
             "role": "user",

@@ -21,9 +21,11 @@ from prme.errors import (
     StorageUnavailableError,
 )
 from prme.model.aliases import AliasDecision
+from prme.model.canonical import checksum
 from prme.model.enums import LifecycleState, NodeType, Role, Scope
 from prme.model.inputs import FastIngestInput, FastIngestItem, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, NodeFilter
+from prme.model.portability import EXPORT_FORMAT_VERSION, ImportBatch
 from prme.model.records import JournalRecord, MemoryEdge, MemoryNode, NodeChange, OwnerKey
 from prme.model.search import IndexQuery
 from tests.harness.aws import aws_harness
@@ -428,9 +430,10 @@ def test_a_deleted_memory_leaves_no_value_in_receipts(any_backend: Harness) -> N
     assert [b.reference for b in receipt.context.visible_value_bindings] == ["current-city-1"]
     assert "Salt Lake City" not in receipt.model_dump_json()
     h.engine.delete_memory(ALICE, event_id)
-    assert (
-        "Salt Lake City" not in h.engine.get_retrieval_receipt(ALICE, request_id).model_dump_json()
-    )
+    kept = h.engine.get_retrieval_receipt(ALICE, request_id).model_dump_json()
+    assert "Salt Lake City" not in kept
+    # Nor a digest anyone can recompute by guessing cities: it is keyed by the deleted content.
+    assert checksum(["Salt Lake City(Utah)", "Salt Lake City"]) not in kept
 
 
 def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt(
@@ -567,6 +570,50 @@ def test_deleting_a_source_that_reinforced_a_memory_keeps_the_memory_without_it(
     # A repeated delete answers with the same record and changes nothing more.
     assert h.engine.delete_memory(ALICE, confirming) == deletion
     assert h.engine.get_node(ALICE, node_id) == kept
+
+
+def _exported(h: Harness, owner: OwnerKey) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = h.engine.export_owner(owner, cursor)
+        records += page.records
+        if page.next_cursor is None:
+            return records
+        cursor = page.next_cursor
+
+
+def _restore(h: Harness, owner: OwnerKey, records: list[dict[str, Any]]) -> None:
+    h.engine.import_records(owner, ImportBatch(version=EXPORT_FORMAT_VERSION, records=records))
+
+
+def test_a_memory_brought_back_by_an_import_can_be_deleted_again(any_backend: Harness) -> None:
+    """Restoring an older export re-creates a deleted source under its id. Deleting it again
+    answered 409 for ever (its first deletion's journal id was taken), and the source that
+    reinforced a memory stayed in that memory's evidence (the unlink record's id was taken)."""
+    h = any_backend
+    source, node_id = _remember(h, ALICE, "Alice swims every Tuesday", node_type="fact")
+    confirming, confirming_node = _remember(h, ALICE, "I went swimming again this Tuesday")
+    h.engine.reinforce(ALICE, node_id, evidence_id=confirming)
+    backup = _exported(h, ALICE)
+    first = h.engine.delete_memory(ALICE, confirming)
+    h.engine.delete_memory(ALICE, source)
+    _restore(h, ALICE, backup)
+    assert h.engine.get_node(ALICE, node_id).evidence_refs == (source, confirming)
+
+    second = h.engine.delete_memory(ALICE, confirming)
+
+    assert second.journal_id != first.journal_id
+    assert (second.deleted_node_ids, second.unlinked_node_ids) == ([confirming_node], [node_id])
+    assert h.ledger.get_event(ALICE, confirming) is None
+    assert h.engine.get_node(ALICE, node_id).evidence_refs == (source,)
+    assert confirming_node not in {n.id for n in h.ledger.list_nodes(ALICE)}
+    # A retry answers with the latest deletion; a third round trip takes a third record.
+    assert h.engine.delete_memory(ALICE, confirming) == second
+    _restore(h, ALICE, backup)
+    third = h.engine.delete_memory(ALICE, confirming)
+    assert third.journal_id not in {first.journal_id, second.journal_id}
+    assert h.ledger.get_event(ALICE, confirming) is None
 
 
 def test_a_deleted_memory_leaves_no_words_in_the_journal(any_backend: Harness) -> None:

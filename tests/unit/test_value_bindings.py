@@ -17,6 +17,7 @@ from prme.model.bindings import (
     ValueBindingUse,
     VisibleValueBinding,
 )
+from prme.model.canonical import checksum
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY
 from prme.retrieval.receipts import ReceiptContext
 from prme.retrieval.value_bindings import (
@@ -723,11 +724,54 @@ def test_a_receipt_keeps_a_digest_that_matches_only_the_exposed_forms() -> None:
     binding = MemoryValueBinding(
         reference="rent", kind="bank_account", presentation="ending 4421", lookup="GB29-4421"
     )
-    saved = SavedValueBinding.of(VisibleValueBinding.from_binding("n1", binding))
+    content = "Rent goes from the account ending 4421."
+    saved = SavedValueBinding.of(
+        VisibleValueBinding.from_binding("n1", binding), node_content=content
+    )
     assert "4421" not in saved.model_dump_json()
-    assert saved.exposes(binding)
-    assert not saved.exposes(binding.model_copy(update={"lookup": "GB29-9999"}))
-    assert not saved.exposes(binding.model_copy(update={"reference": "deposit"}))
+    assert saved.exposes(binding, node_content=content)
+    assert not saved.exposes(
+        binding.model_copy(update={"lookup": "GB29-9999"}), node_content=content
+    )
+    assert not saved.exposes(
+        binding.model_copy(update={"reference": "deposit"}), node_content=content
+    )
+    assert not saved.exposes(binding, node_content=content + " Paid monthly.")
+
+
+def test_a_saved_digest_cannot_be_tested_against_guessed_values_without_the_content() -> None:
+    """A bound value is short: a plain digest of its forms is undone by trying candidates
+    (every account ending, every city). Keyed by the node's content, which leaves with a deleted
+    memory, the receipt's digest matches no digest computed from the forms alone."""
+    binding = MemoryValueBinding(
+        reference="rent", kind="bank_account", presentation="ending 4421", lookup="GB29-4421"
+    )
+    saved = SavedValueBinding.of(
+        VisibleValueBinding.from_binding("n1", binding), node_content="Rent: ending 4421."
+    )
+    guesses = [(f"ending {n:04d}", f"GB29-{n:04d}") for n in range(4400, 4450)]
+    plain = {checksum([presentation, lookup]) for presentation, lookup in guesses}
+    assert saved.value_hmac is not None and saved.value_sha256 is None
+    assert saved.value_hmac not in plain
+    assert checksum(["ending 4421", "GB29-4421"]) not in saved.model_dump_json()
+
+
+def test_receipts_saved_with_a_plain_digest_still_match() -> None:
+    binding = MemoryValueBinding(
+        reference="rent", kind="bank_account", presentation="ending 4421", lookup="GB29-4421"
+    )
+    legacy = SavedValueBinding.model_validate(
+        {
+            "node_id": "n1",
+            "reference": "rent",
+            "kind": "bank_account",
+            "value_sha256": checksum(["ending 4421", "GB29-4421"]),
+        }
+    )
+    assert legacy.exposes(binding, node_content="anything")
+    assert not legacy.exposes(binding.model_copy(update={"lookup": "GB29-1"}), node_content="x")
+    with pytest.raises(ValidationError):
+        SavedValueBinding.model_validate({"node_id": "n1", "reference": "r", "kind": "k"})
 
 
 def test_receipts_saved_with_the_forms_still_read_and_match() -> None:

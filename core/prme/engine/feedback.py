@@ -15,7 +15,12 @@ from prme.engine.deps import EngineDeps
 from prme.engine.journal import list_journal, read_journal
 from prme.engine.reads import get_receipt, get_receipt_record
 from prme.errors import BadRequestError, ConflictError, InvalidRequestError, NotFoundError
-from prme.model.bindings import ToolArgumentResolution, VisibleValueBinding
+from prme.model.bindings import (
+    MemoryValueBinding,
+    SavedValueBinding,
+    ToolArgumentResolution,
+    VisibleValueBinding,
+)
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -273,9 +278,17 @@ def resolve_saved_tool_arguments(
         for binding in bindings_from_metadata(
             held[saved.node_id].metadata.get(VALUE_BINDINGS_METADATA_KEY)
         )
-        if saved.exposes(binding)
+        if _exposes(saved, binding, held[saved.node_id].content)
     ]
     return resolve_tool_arguments(arguments, visible)
+
+
+def _exposes(
+    saved: SavedValueBinding | VisibleValueBinding, binding: MemoryValueBinding, content: str
+) -> bool:
+    if isinstance(saved, SavedValueBinding):
+        return saved.exposes(binding, node_content=content)
+    return saved.exposes(binding)  # a receipt saved before digests, with the forms
 
 
 # -- shared journal plumbing -------------------------------------------------------------

@@ -123,13 +123,18 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     instead of the event, does that and answers with the same record. A deleted (or foreign,
     or unknown) event never found by that path is NotFoundError.
     """
-    record_id = MEMORY_DELETION_PREFIX + event_id
     try:
         found = deps.ledger.get_event(owner, event_id) is not None
     except CorruptRecordError:
         found = True  # an unreadable source is still the owner's to delete
+    earlier = _deletion_record_ids(deps, owner, event_id)
     if not found:
-        return _finish_deletion(deps, owner, record_id)
+        return _finish_deletion(deps, owner, earlier[-1] if earlier else None)
+    # An import of an older export brings a deleted event back under its id; deleting it again
+    # takes a record of its own (the first one's id is taken, and the journal only appends).
+    record_id = MEMORY_DELETION_PREFIX + event_id
+    if earlier:
+        record_id += f":{len(earlier) + 1:06d}"
     backed = deps.ledger.list_event_nodes(owner, event_id)
     # A node whose first evidence is another event (it was reinforced by, or merged with, this
     # one) stays with its own source and only stops naming this one.
@@ -177,21 +182,38 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     return _finish_deletion(deps, owner, record_id)
 
 
-def _finish_deletion(deps: EngineDeps, owner: OwnerKey, record_id: str) -> MemoryDeletion:
-    record = read_journal(deps, owner, record_id)
+def _deletion_record_ids(deps: EngineDeps, owner: OwnerKey, event_id: str) -> list[str]:
+    """The ids of the event's deletion records, oldest first (the first one has no suffix)."""
+    first = MEMORY_DELETION_PREFIX + event_id
+    ids: list[str] = []
+    after: str | None = None
+    while True:
+        page = deps.ledger.list_journal(owner, first, after_id=after, limit=READ_CHUNK)
+        ids += [r.id for r in page if r.id == first or r.id.startswith(first + ":")]
+        if len(page) < READ_CHUNK:
+            return ids
+        after = page[-1].id
+
+
+def _finish_deletion(deps: EngineDeps, owner: OwnerKey, record_id: str | None) -> MemoryDeletion:
+    record = None if record_id is None else read_journal(deps, owner, record_id)
     if record is None or record.operation != MEMORY_DELETION_OPERATION:
         raise NotFoundError("Event not found")
     deletion = _deletion_of(record)
     deps.index.delete(owner, deletion.deleted_node_ids)
+    # The unlink records of a later deletion of the same event carry its record's suffix.
+    suffix = record.id.removeprefix(MEMORY_DELETION_PREFIX + deletion.event_id)
     for node_id in deletion.unlinked_node_ids:
-        _unlink_source(deps, owner, deletion.event_id, node_id)
+        _unlink_source(deps, owner, deletion.event_id, node_id, suffix)
     return deletion
 
 
 _UNLINK_ATTEMPTS = 3
 
 
-def _unlink_source(deps: EngineDeps, owner: OwnerKey, event_id: str, node_id: str) -> None:
+def _unlink_source(
+    deps: EngineDeps, owner: OwnerKey, event_id: str, node_id: str, suffix: str
+) -> None:
     """Drop a deleted source from the evidence of a node that keeps its own; a retried delete
     finds nothing left to do. The confidence a reinforcement added stays."""
     for _ in range(_UNLINK_ATTEMPTS):
@@ -208,7 +230,7 @@ def _unlink_source(deps: EngineDeps, owner: OwnerKey, event_id: str, node_id: st
         change = NodeChange(
             updates=((node, unlinked),),
             journal=JournalRecord.build(
-                record_id=f"{EVIDENCE_UNLINK_PREFIX}{event_id}:{node_id}",
+                record_id=f"{EVIDENCE_UNLINK_PREFIX}{event_id}:{node_id}{suffix}",
                 owner=owner,
                 operation=EVIDENCE_UNLINK_OPERATION,
                 subject_id=node_id,

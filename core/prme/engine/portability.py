@@ -197,9 +197,18 @@ def _read_batch(batch: ImportBatch, owner: OwnerKey) -> list[tuple[int, int, Imp
             raise _line_error(line, index, f"repeats the id of line {earlier}")
         if isinstance(record, MemoryNode):
             try:
-                bindings_from_metadata(record.metadata.get(VALUE_BINDINGS_METADATA_KEY))
+                bindings = bindings_from_metadata(record.metadata.get(VALUE_BINDINGS_METADATA_KEY))
             except ValueBindingError as exc:
                 raise _line_error(line, index, exc.detail) from None
+            # As a store admits them: a bound value is one the memory's own text shows.
+            for number, binding in enumerate(bindings):
+                if binding.presentation not in record.content:
+                    raise _line_error(
+                        line,
+                        index,
+                        f"value binding {number} (reference {binding.reference!r}): presentation "
+                        "does not occur verbatim in the node's content",
+                    )
         read.append((line, index, record))
     return read
 

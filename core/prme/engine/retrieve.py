@@ -279,6 +279,7 @@ def retrieve_memories(
     )
     results = _results(selection, fused, candidates, scores_of_context)
 
+    selected = {node.id: node.content for node in selection.selected}
     receipt = RetrievalReceipt(
         schema_version=(
             RECEIPT_SCHEMA_VERSION
@@ -335,7 +336,8 @@ def retrieve_memories(
             entries=[e.model_dump(mode="json") for e in packed.entries],
             excluded=[e.model_dump(mode="json") for e in packed.excluded],
             visible_value_bindings=[
-                SavedValueBinding.of(visible) for visible in bundle.visible_value_bindings
+                SavedValueBinding.of(visible, node_content=selected[visible.node_id])
+                for visible in bundle.visible_value_bindings
             ],
         ),
         session_context=[

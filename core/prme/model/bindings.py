@@ -3,12 +3,14 @@ and the audit records that tool-argument resolution returns."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import unicodedata
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from prme.model.canonical import checksum
+from prme.model.canonical import canonical_json, checksum
 
 MAX_REFERENCE_CHARS = 128
 MAX_KIND_CHARS = 64
@@ -119,13 +121,23 @@ class VisibleValueBinding(BaseModel):
 
 
 def binding_value_sha256(presentation: str, lookup: str) -> str:
-    """SHA-256 hex of a binding's two forms, as a receipt keeps them instead of the values."""
+    """SHA-256 hex of a binding's two forms, as receipts saved before keyed digests keep them."""
     return checksum([presentation, lookup])
+
+
+def binding_value_hmac(presentation: str, lookup: str, *, node_content: str) -> str:
+    """HMAC-SHA256 hex of a binding's two forms keyed by the content of the node holding them.
+
+    A bound value is short and typed (an amount, a date, a city), so a plain digest of it is
+    undone by trying every likely value; keyed by the content, which a receipt never keeps, the
+    digest of a deleted memory's value can be tested no more cheaply than its whole content."""
+    message = canonical_json([presentation, lookup]).encode("utf-8")
+    return hmac.new(node_content.encode("utf-8"), message, hashlib.sha256).hexdigest()
 
 
 class SavedValueBinding(BaseModel):
     """A visible binding as a retrieval receipt keeps it: which node's binding the context
-    exposed and a digest of its forms, never the forms themselves.
+    exposed and a keyed digest of its forms, never the forms themselves.
 
     Tool-argument resolution reads the values from the node itself, so a memory deleted since
     the retrieval leaves no value behind in its receipts.
@@ -136,28 +148,47 @@ class SavedValueBinding(BaseModel):
     node_id: NodeId
     reference: BindingReference
     kind: BindingKind
-    value_sha256: str = Field(
+    value_hmac: str | None = Field(
+        default=None,
         pattern=r"^[0-9a-f]{64}$",
-        description="SHA-256 hex of the canonical JSON array [presentation, lookup] the context "
-        "exposed",
+        description="HMAC-SHA256 hex of the canonical JSON array [presentation, lookup] the "
+        "context exposed, keyed by the UTF-8 content of the node holding the binding",
+    )
+    value_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 hex of the canonical JSON array [presentation, lookup]; only in "
+        "receipts saved before value_hmac",
     )
 
+    @model_validator(mode="after")
+    def _one_digest(self) -> Self:
+        if (self.value_hmac is None) == (self.value_sha256 is None):
+            raise ValueError("exactly one of value_hmac and value_sha256 is required")
+        return self
+
     @classmethod
-    def of(cls, visible: VisibleValueBinding) -> SavedValueBinding:
+    def of(cls, visible: VisibleValueBinding, *, node_content: str) -> SavedValueBinding:
         return cls(
             node_id=visible.node_id,
             reference=visible.reference,
             kind=visible.kind,
-            value_sha256=binding_value_sha256(visible.presentation, visible.lookup),
+            value_hmac=binding_value_hmac(
+                visible.presentation, visible.lookup, node_content=node_content
+            ),
         )
 
-    def exposes(self, binding: MemoryValueBinding) -> bool:
-        """Whether `binding` (read from the node now) is the one the context exposed."""
-        return (
-            binding.reference == self.reference
-            and binding.kind == self.kind
-            and binding_value_sha256(binding.presentation, binding.lookup) == self.value_sha256
-        )
+    def exposes(self, binding: MemoryValueBinding, *, node_content: str) -> bool:
+        """Whether `binding` (read now from the node whose content is `node_content`) is the
+        one the context exposed."""
+        if (binding.reference, binding.kind) != (self.reference, self.kind):
+            return False
+        if self.value_hmac is not None:
+            expected = binding_value_hmac(
+                binding.presentation, binding.lookup, node_content=node_content
+            )
+            return hmac.compare_digest(expected, self.value_hmac)
+        return binding_value_sha256(binding.presentation, binding.lookup) == self.value_sha256
 
 
 class ValueBindingUse(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any, Literal
@@ -19,7 +20,9 @@ from prme.model.input_policy import (
     MAX_METADATA_DEPTH,
     InputPolicyError,
     check_json_value,
+    check_name,
 )
+from prme.model.inputs import MAX_CONTENT_CHARS
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey
 
 EXPORT_FORMAT = "prme-owner-export"
@@ -43,6 +46,8 @@ _MODELS: dict[str, type[Event] | type[MemoryNode] | type[MemoryEdge]] = {
 _PARTITION_FIELDS = ("tenant_id", "owner_id")
 
 ImportedRecord = Event | MemoryNode | MemoryEdge
+# A session label as a store takes it.
+MAX_SESSION_CHARS = 256
 
 
 class ExportCounts(BaseModel):
@@ -178,7 +183,47 @@ def owned_record(value: object, owner: OwnerKey) -> ImportedRecord:
         raise RecordError(f"invalid {kind} (fields: {', '.join(names)})") from None
     if isinstance(record, Event | MemoryNode) and record.content_sha256 != _sha256(record.content):
         raise RecordError(f"{kind} content does not match its content_sha256")
+    _check_as_stored(record, str(kind))
     return record
+
+
+def _id_fields(record: ImportedRecord) -> Iterator[tuple[str, str]]:
+    yield "id", record.id
+    if isinstance(record, MemoryEdge):
+        yield "source_node_id", record.source_node_id
+        yield "target_node_id", record.target_node_id
+    if not isinstance(record, Event):
+        yield from (("evidence_refs", ref) for ref in record.evidence_refs)
+
+
+def _check_as_stored(record: ImportedRecord, kind: str) -> None:
+    """Refuse what no store writes: every record PRME makes has lowercase UUID ids (the API
+    addresses memories by UUID, so another id could never be read or deleted one by one, an
+    empty one never ends an export's paging, and a long one passes DynamoDB's key size), a
+    store's session label and at most a store's content."""
+    for name, value in _id_fields(record):
+        if not _is_uuid(value):
+            raise RecordError(f"{kind} {name} must be a lowercase UUID")
+    if isinstance(record, Event | MemoryNode):
+        if len(record.content) > MAX_CONTENT_CHARS:
+            raise RecordError(f"{kind} content is longer than {MAX_CONTENT_CHARS} characters")
+        session = record.session_id
+        if session is not None:
+            if not 1 <= len(session) <= MAX_SESSION_CHARS:
+                raise RecordError(
+                    f"{kind} session_id must have 1 to {MAX_SESSION_CHARS} characters"
+                )
+            try:
+                check_name(session)
+            except ValueError as exc:
+                raise RecordError(f"{kind} session_id {exc}") from None
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
 
 
 def header_of(line: str) -> ExportHeader:
