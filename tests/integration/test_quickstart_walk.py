@@ -60,6 +60,12 @@ def reader(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return tmp_path, env
 
 
+def api_key_of(printed: str) -> str:
+    keys: list[str] = re.findall(r"^api_key: (\S+)$", printed, re.MULTILINE)
+    assert len(keys) == 1, "prme keys create prints one api_key line"
+    return keys[0]
+
+
 def wait_until_serving(port: str, server: subprocess.Popen[str]) -> None:
     # uvicorn listens once the app has started, so a connection means it answers.
     deadline = time.monotonic() + 60
@@ -120,7 +126,10 @@ def test_the_quickstart_as_typed(reader: tuple[Path, dict[str, str]]) -> None:
                 wait_until_serving(port, server)
                 continue
             if command.startswith("export PRME_KEY="):
-                env["PRME_KEY"] = re.findall(r"^api_key: (\S+)$", output_of("keys create"), re.M)[0]
+                env["PRME_KEY"] = api_key_of(output_of("keys create --user-id"))
+                continue
+            if command.startswith("export PRME_OPERATOR_KEY="):
+                env["PRME_OPERATOR_KEY"] = api_key_of(output_of("keys create --operator"))
                 continue
             if "EVENT_ID" in command:
                 stored = json.loads(output_of("/v1/store"))
@@ -138,7 +147,9 @@ def test_the_quickstart_as_typed(reader: tuple[Path, dict[str, str]]) -> None:
     assert " completed\n" in output_of("quickstart.py")
     assert "8 September" in output_of("quickstart.py")
     # Step 3: the command line reads the same directory.
-    assert "Ines starts school on 8 September." in output_of("prme search")
+    assert "Ines starts school on 8 September." in output_of(
+        'prme search "When does Ines start school?" --user-id alice'
+    )
     assert "fact" in output_of("list --user-id") and "user" in output_of("list --events")
     assert "events: 1" in output_of("prme stats")
     # Step 4: the owner key needs no user_id; the server answers from the same directory.
@@ -152,6 +163,18 @@ def test_the_quickstart_as_typed(reader: tuple[Path, dict[str, str]]) -> None:
     # Step 5: two memories listed, one deleted with its node, one left.
     assert len(json.loads(output_of("/v1/nodes?"))["items"]) == 2
     assert len(json.loads(output_of("/v1/events?"))["items"]) == 2
-    deleted = json.loads(output_of("-X DELETE"))
+    deleted = json.loads(output_of("/v1/events/EVENT_ID"))
     assert deleted["deleted_node_ids"] == [stored["node_id"]]
-    assert json.loads(output_of("/v1/stats"))["events"] == 1
+    assert json.loads(output_of("curl -s http://127.0.0.1:8765/v1/stats"))["events"] == 1
+    # Step 6: the export moves alice's one memory to bob, who retrieves it.
+    header, *records = (work / "alice.ndjson").read_text().splitlines()
+    assert json.loads(header)["counts"] == {"events": 1, "nodes": 1, "edges": 0}
+    assert [json.loads(line)["kind"] for line in records] == ["event", "node"]
+    assert "imported events=1 nodes=1" in output_of("prme import")
+    bob_search = output_of('prme search "When does Ines start school?" --user-id bob')
+    assert "Ines starts school on 8 September." in bob_search
+    # Erased: the receipt counts alice's records, and her key no longer opens anything.
+    receipt = json.loads(output_of("/v1/owner?"))
+    assert receipt["complete"] is True
+    assert receipt["removed"]["events"] == 1 and receipt["removed"]["api_keys"] == 1
+    assert output_of("http_code").strip() == "401"
