@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -320,7 +321,21 @@ def public_body(error: PrmeError) -> dict[str, Any]:
         return {"detail": error.errors()}
     if isinstance(error, SearchIndexMismatchError):
         return {"detail": error.detail, "reason_code": error.reason_code}
-    return {"detail": error.detail}
+    return {"detail": error.detail, "error": error_code(type(error))}
+
+
+def error_code(kind: type[PrmeError]) -> str:
+    """The stable name of an error class on the wire: `EmbeddingModelMissingError` is
+    `embedding_model_missing`. Several classes share a status; the code tells them apart."""
+    name = kind.__name__.removesuffix("Error")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _error_classes(root: type[PrmeError]) -> list[type[PrmeError]]:
+    found = [root]
+    for sub in root.__subclasses__():
+        found += _error_classes(sub)
+    return found
 
 
 # What a remote client raises for an error status: the class the server's error of that
@@ -360,8 +375,26 @@ def error_from_response(status: int, body: Any) -> PrmeError:
             return _with_detail(incomplete, text)
     if status == 503 and reason_code == SearchIndexMismatchError.reason_code:
         return _with_detail(SearchIndexMismatchError("reported by the server"), text)
+    named = _named_error(fields.get("error"), status)
+    if named is not None:
+        return named(text)
     cls = ERROR_BY_STATUS.get(status, PrmeError)
     return cls(text or (f"HTTP {status}" if cls is PrmeError else None))
+
+
+def _named_error(code: Any, status: int) -> type[PrmeError] | None:
+    """The class an error body's code names, when it is one built from its detail alone and
+    served with this very status (a code that does not fit its status is not believed)."""
+    if not isinstance(code, str):
+        return None
+    for kind in _error_classes(PrmeError):
+        if (
+            error_code(kind) == code
+            and kind.__init__ is PrmeError.__init__
+            and status_for(kind()) == status
+        ):
+            return kind
+    return None
 
 
 def _with_detail(error: PrmeError, detail: str | None) -> PrmeError:

@@ -227,7 +227,10 @@ def test_the_api_names_an_unreadable_record_and_serves_the_rest(
     ):
         answer = client.request("PUT" if path.endswith("archive") else "GET", path, headers=alice)
         assert answer.status_code == 500
-        assert answer.json() == {"detail": CorruptRecordError.default_detail}
+        assert answer.json() == {
+            "detail": CorruptRecordError.default_detail,
+            "error": "corrupt_record",
+        }
         assert MARKER not in answer.text
     paths = client.get("/openapi.json").json()["paths"]
     assert "500" in paths["/v1/nodes/{node_id}"]["get"]["responses"]

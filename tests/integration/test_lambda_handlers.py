@@ -53,7 +53,7 @@ def test_api_stores_and_reads_through_api_gateway_events(deployed: Deployed) -> 
 def test_api_auth_and_not_found(deployed: Deployed) -> None:
     status, body = api_call("apigw_v2_store.json", key=None)
     assert status == 401
-    assert body == {"detail": "Missing or invalid API key"}
+    assert body == {"detail": "Missing or invalid API key", "error": "authentication"}
     status, _ = api_call("apigw_v2_get_event.json", key=deployed.alice_key)
     assert status == 404
     status, _ = api_call(

@@ -19,12 +19,17 @@ from prme.errors import (
     BadRequestError,
     ConflictError,
     CorruptRecordError,
+    EmbeddingModelMissingError,
+    EmbeddingUnavailableError,
+    IndexUnavailableError,
     InvalidRequestError,
+    JournalIntegrityError,
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
     PrmeError,
     ProcessingIncompleteError,
+    RetryableStorageError,
     SearchIndexMismatchError,
     StorageUnavailableError,
     error_from_response,
@@ -98,6 +103,13 @@ def test_docs_client_lists_every_method_with_its_summary() -> None:
         ConflictError("Idempotency-Key reused"),
         PayloadTooLargeError(),
         StorageUnavailableError(),
+        RetryableStorageError(),
+        # Three classes answer 503 and one 500 with nothing else in common: the body's
+        # error code tells them apart.
+        IndexUnavailableError(),
+        EmbeddingUnavailableError(),
+        EmbeddingModelMissingError(),
+        JournalIntegrityError(),
         ProcessingIncompleteError(str(uuid.uuid4()), WorkFailure.EXTRACTION_FAILED),
         SearchIndexMismatchError("an index of another dimension"),
     ],
@@ -115,6 +127,11 @@ def test_an_error_answer_is_rebuilt_as_the_class_the_server_raised(error: PrmeEr
     # The server-side reason of a mismatch stays in the server's log.
     if isinstance(error, SearchIndexMismatchError):
         assert isinstance(rebuilt, SearchIndexMismatchError) and "dimension" not in rebuilt.reason
+
+
+def test_an_error_code_that_does_not_fit_its_status_is_not_believed() -> None:
+    assert type(error_from_response(404, {"detail": "x", "error": "conflict"})) is NotFoundError
+    assert type(error_from_response(503, {"error": "prme"})) is StorageUnavailableError
 
 
 def test_a_500_or_an_unknown_status_is_the_base_class_with_only_the_detail() -> None:

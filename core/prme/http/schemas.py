@@ -331,6 +331,12 @@ class ErrorResponse(BaseModel):
     detail: str | list[dict[str, Any]] = Field(
         description="What went wrong; for a validation error, one object per rejected field"
     )
+    error: str | None = Field(
+        default=None,
+        description="The error's stable code (not_found, conflict, storage_unavailable, "
+        "embedding_model_missing, ...): errors that share a status differ here; absent on a "
+        "validation error",
+    )
 
 
 class AcceptedErrorResponse(BaseModel):
