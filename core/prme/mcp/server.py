@@ -141,7 +141,10 @@ IdempotencyKey = Annotated[UUID | None, Field(description=IDEMPOTENCY_KEY_DESCRI
 
 
 def _error_result(category: str, status: int, body: dict[str, Any]) -> CallToolResult:
-    error = {"category": category, "status": status, **body}
+    fields = dict(body)
+    # Inside the `error` object the error's stable code is named `code`.
+    code = fields.pop("error", None)
+    error = {"category": category, "status": status, **({"code": code} if code else {}), **fields}
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps({"error": error}))],
         structured_content={"error": error},
