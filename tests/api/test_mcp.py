@@ -289,7 +289,11 @@ def test_http_keys_bind_the_owner(live_mcp: LiveMcp) -> None:
 
     async def as_stranger(client: Client) -> None:
         missing = error(await client.call_tool("memory_get_node", {"node_id": stored["node_id"]}))
-        assert (missing["category"], missing["status"]) == ("not_found", 404)
+        assert (missing["category"], missing["status"], missing["code"]) == (
+            "not_found",
+            404,
+            "not_found",
+        )
 
     async def as_operator(client: Client) -> None:
         unnamed = error(await client.call_tool("memory_get_node", {"node_id": stored["node_id"]}))
