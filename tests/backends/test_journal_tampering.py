@@ -24,7 +24,7 @@ from prme.model.records import OwnerKey
 from tests.harness.http import TENANT, Api
 
 ALICE = OwnerKey(tenant_id=TENANT, owner_id="alice")
-REFUSED = {"detail": JournalIntegrityError.default_detail}
+REFUSED = {"detail": JournalIntegrityError.default_detail, "error": "journal_integrity"}
 
 
 class RawJournal:

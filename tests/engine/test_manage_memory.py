@@ -436,15 +436,11 @@ def test_a_deleted_memory_leaves_no_value_in_receipts(any_backend: Harness) -> N
     assert checksum(["Salt Lake City(Utah)", "Salt Lake City"]) not in kept
 
 
-def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt(
-    aws_resources: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+def _delete_after_a_failure_between_transactions(
+    h: Harness, event_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    h = aws_harness(*aws_resources)
-    event_id, node_id = _remember(h, ALICE, "a source with many zebra memories")
-    assert index_nodes(h.engine.deps, _derive_sixty(h, event_id, node_id, "zebra")) is None
-    assert len(_search_all(h, "zebra")) == 61
-
-    # The first transaction (records that do not fit next to the event) commits; the next fails.
+    """Delete the event on DynamoDB once with a failure after the first transaction (records
+    that do not fit next to the event), then again with none."""
     ledger: Any = h.ledger
     transact, calls = ledger._transact, []
 
@@ -458,8 +454,18 @@ def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt
     with pytest.raises(StorageUnavailableError):
         h.engine.delete_memory(ALICE, event_id)
     monkeypatch.setattr(ledger, "_transact", transact)
-
     h.engine.delete_memory(ALICE, event_id)
+
+
+def test_a_retried_delete_removes_the_search_documents_of_a_failed_first_attempt(
+    aws_resources: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = aws_harness(*aws_resources)
+    event_id, node_id = _remember(h, ALICE, "a source with many zebra memories")
+    assert index_nodes(h.engine.deps, _derive_sixty(h, event_id, node_id, "zebra")) is None
+    assert len(_search_all(h, "zebra")) == 61
+
+    _delete_after_a_failure_between_transactions(h, event_id, monkeypatch)
     assert _search_all(h, "zebra") == set()
 
 
@@ -519,19 +525,7 @@ def test_a_delete_that_fails_between_transactions_leaves_no_item_behind_after_th
         )
     )
     ledger: Any = h.ledger
-    transact, calls = ledger._transact, []
-
-    def fail_after_the_first(actions: Any) -> None:
-        calls.append(len(actions))
-        if len(calls) > 1:
-            raise StorageUnavailableError()
-        transact(actions)
-
-    monkeypatch.setattr(ledger, "_transact", fail_after_the_first)
-    with pytest.raises(StorageUnavailableError):
-        h.engine.delete_memory(ALICE, event_id)
-    monkeypatch.setattr(ledger, "_transact", transact)
-    h.engine.delete_memory(ALICE, event_id)
+    _delete_after_a_failure_between_transactions(h, event_id, monkeypatch)
 
     # What the owner's partition holds of each kind belongs to the unrelated memory only: no
     # event, edge, node, evidence link or work item of the deleted source is left.

@@ -12,7 +12,8 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -130,24 +131,31 @@ class SqliteVectorIndex:
         with self._lock:
             self._conn.close()
 
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, under the lock; a SQLite failure rolls it back and is the
+        index being unavailable."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            yield self._conn
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise IndexUnavailableError() from exc
+
     # -- writes ------------------------------------------------------------------------
 
     def upsert(self, documents: Sequence[IndexDocument]) -> None:
         if not documents:
             return
+        owners = {(d.tenant_id, d.owner_id) for d in documents}
         with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                owners = {(d.tenant_id, d.owner_id) for d in documents}
+            with self._writing() as conn:
                 for doc in documents:
                     self._write(doc)
                 for tenant, owner in owners:
-                    self._conn.execute(_NEXT_GENERATION, (tenant, owner, time.time_ns()))
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise IndexUnavailableError() from exc
+                    conn.execute(_NEXT_GENERATION, (tenant, owner, time.time_ns()))
             # The matrices are reloaded lazily at the next search of each owner.
             for key in owners:
                 self._vectors.pop(key, None)
@@ -157,50 +165,36 @@ class SqliteVectorIndex:
             return
         key = (owner.tenant_id, owner.owner_id)
         with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
+            with self._writing() as conn:
                 for node_id in node_ids:
-                    found = self._conn.execute(
+                    found = conn.execute(
                         "SELECT rowid FROM docs WHERE tenant=? AND owner=? AND node_id=?",
                         (*key, node_id),
                     ).fetchone()
                     if found is not None:
-                        self._conn.execute("DELETE FROM docs_fts WHERE rowid=?", found)
-                        self._conn.execute("DELETE FROM docs WHERE rowid=?", found)
+                        conn.execute("DELETE FROM docs_fts WHERE rowid=?", found)
+                        conn.execute("DELETE FROM docs WHERE rowid=?", found)
                 # A new generation: another process's cached matrices reload too.
-                self._conn.execute(_NEXT_GENERATION, (*key, time.time_ns()))
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise IndexUnavailableError() from exc
+                conn.execute(_NEXT_GENERATION, (*key, time.time_ns()))
             self._vectors.pop(key, None)
 
     def delete_owner(self, owner: OwnerKey) -> int:
         key = (owner.tenant_id, owner.owner_id)
         with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.execute(
+            with self._writing() as conn:
+                conn.execute(
                     "DELETE FROM docs_fts WHERE rowid IN "
                     "(SELECT rowid FROM docs WHERE tenant=? AND owner=?)",
                     key,
                 )
-                removed = self._conn.execute(
-                    "DELETE FROM docs WHERE tenant=? AND owner=?", key
-                ).rowcount
+                removed = conn.execute("DELETE FROM docs WHERE tenant=? AND owner=?", key).rowcount
                 # No generation row is left to name the owner: another process's cached
                 # matrices see the generation change (to none) and reload.
-                self._conn.execute("DELETE FROM generations WHERE tenant=? AND owner=?", key)
+                conn.execute("DELETE FROM generations WHERE tenant=? AND owner=?", key)
                 if removed:
                     # A deleted FTS row leaves its words in the index segments until they are
                     # merged: merge now, so no word of the owner's stays in the file's tables.
-                    self._conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise IndexUnavailableError() from exc
+                    conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
             self._vectors.pop(key, None)
             return removed
 
