@@ -74,6 +74,7 @@ class Tally:
     opensearch_calls: Counter[str] = field(default_factory=Counter)
     sqs_messages: int = 0
     largest_journal_item_bytes: int = 0
+    journal_item_bytes: int = 0
 
 
 def _key(item: Item) -> Item:
@@ -191,6 +192,7 @@ class Meter:
                 # Billed on whole items, which the answer does not carry.
                 t.approximate_reads += 1
             t.largest_journal_item_bytes = max(t.largest_journal_item_bytes, journal_bytes)
+            t.journal_item_bytes += journal_bytes
 
     def _read_units(self, operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> float:
         consistent = bool(params.get("ConsistentRead"))
@@ -261,7 +263,8 @@ def per_operation(tally: Tally, operations: int) -> dict[str, Any]:
         "opensearch_request_bytes": each(tally.opensearch_request_bytes),
         "opensearch_response_bytes": each(tally.opensearch_response_bytes),
         "sqs_messages": each(tally.sqs_messages),
-        "receipt_item_bytes": tally.largest_journal_item_bytes,
+        "journal_item_bytes_mean": each(tally.journal_item_bytes),
+        "journal_item_bytes_largest": tally.largest_journal_item_bytes,
     }
 
 
@@ -308,7 +311,8 @@ ROWS = (
     ("OpenSearch request bytes", "opensearch_request_bytes"),
     ("OpenSearch response bytes", "opensearch_response_bytes"),
     ("SQS messages", "sqs_messages"),
-    ("largest journal item bytes", "receipt_item_bytes"),
+    ("journal item bytes (receipt), mean", "journal_item_bytes_mean"),
+    ("journal item bytes, largest", "journal_item_bytes_largest"),
 )
 
 
