@@ -1,4 +1,4 @@
-"""`OpenSearchIndex`: the `SearchIndex` port on OpenSearch (Lucene k-NN plus BM25), one `_msearch` per search.
+"""`OpenSearchIndex`: the `SearchIndex` port on OpenSearch (Lucene k-NN plus BM25 in one `_msearch`).
 
 Also builds the opensearch-py client for a local node (plain HTTP) or Amazon OpenSearch (SigV4).
 """
@@ -565,7 +565,8 @@ class OpenSearchIndex:
                 self._recheck_if_gone([answer.get("error")])
                 return None
             return {_hit_node_id(h): _cosine_of_score(h["_score"]) for h in answer["hits"]["hits"]}
-        except (OpenSearchException, KeyError, TypeError, ValueError):
+        # Also when the deadline leaves no time (IndexUnavailableError): the hits found stand.
+        except (IndexUnavailableError, OpenSearchException, KeyError, TypeError, ValueError):
             return None
 
     def session_predecessors(
