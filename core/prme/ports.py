@@ -123,7 +123,14 @@ class Ledger(Protocol):
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None: ...
 
-    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]: ...
+    def get_nodes(
+        self, owner: OwnerKey, node_ids: Sequence[str], *, consistent: bool = True
+    ) -> dict[str, MemoryNode]:
+        """The found nodes among `node_ids`, by id.
+
+        `consistent=False` allows a read that may miss the last second of writes (half the
+        cost on DynamoDB); only a reader that re-checks what it gets may ask for it."""
+        ...
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]: ...
 

@@ -429,3 +429,58 @@ def test_a_local_client_is_plain_http_without_auth() -> None:
     connection = client.transport.connection_pool.connections[0]
     assert connection.use_ssl is False
     assert connection.http_auth is None
+
+
+# -- what searches return ---------------------------------------------------------------
+
+
+class RecordingClient:
+    """The real client, keeping every search answer the adapter received."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.answers: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def msearch(self, **kwargs: Any) -> Any:
+        response = self._client.msearch(**kwargs)
+        self.answers.extend(response["responses"])
+        return response
+
+    def search(self, **kwargs: Any) -> Any:
+        response = self._client.search(**kwargs)
+        self.answers.append(response)
+        return response
+
+
+def test_searches_never_bring_back_stored_documents_or_vectors(
+    client: Any, alias: str, rng: np.random.Generator
+) -> None:
+    # Given documents with vectors, most of which only the lexical channel finds
+    vectors = {f"n{i:02d}": unit_vector(rng) for i in range(12)}
+    OpenSearchIndex(client, alias, refresh_on_write=True).upsert(
+        [
+            doc(nid, f"shared word {nid}", v, session_id="s1", event_time=T0 + timedelta(i))
+            for i, (nid, v) in enumerate(vectors.items())
+        ]
+    )
+    recording = RecordingClient(client)
+    index = OpenSearchIndex(recording, alias, refresh_on_write=True)
+    q = unit_vector(rng)
+
+    # When the owner searches, reads session neighbours and is erased
+    hits = index.search(ALICE, query("shared", q, vector_k=2, lexical_k=12))
+    neighbours = index.session_neighbours(ALICE, [("s1", T0 + timedelta(5), "n05")], 2)
+    removed = index.delete_owner(ALICE)
+
+    # Then every answer carried ids and scores only, and lexical-only hits still got cosines
+    hits_seen = [hit for answer in recording.answers for hit in answer["hits"]["hits"]]
+    assert len(hits_seen) > len(vectors)
+    assert all("_source" not in hit for hit in hits_seen)
+    assert set(hits.semantic) == set(vectors)
+    for nid, score in hits.semantic.items():
+        assert score == pytest.approx(cosine(vectors[nid], q), abs=1e-4)
+    assert neighbours == [["n04", "n06", "n03", "n07"]]
+    assert removed == len(vectors)

@@ -135,7 +135,10 @@ def gather_candidates(
             ranks.setdefault(node_id, {})[channel] = rank
             scores.setdefault(node_id, {})[channel] = score
     # The ledger is the truth: a node archived or expired since it was indexed drops out here.
-    nodes = deps.ledger.get_nodes(owner, list(ranks)) if ranks else {}
+    # An eventually consistent read (half the cost) suffices: the index already lags the
+    # ledger, a node not yet readable is dropped like one not yet indexed, and the filter
+    # below re-checks the state read; lifecycle moves and deletes keep strong reads.
+    nodes = deps.ledger.get_nodes(owner, list(ranks), consistent=False) if ranks else {}
     live = {nid: node for nid, node in nodes.items() if flt.matches(node)}
     return Candidates(
         nodes=live,

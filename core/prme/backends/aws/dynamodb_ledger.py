@@ -328,13 +328,13 @@ class DynamoDbLedger:
         item: dict[str, Any] | None = response.get("Item")
         return item
 
-    def _batch_get(self, keys: Sequence[Item]) -> list[dict[str, Any]]:
+    def _batch_get(self, keys: Sequence[Item], *, consistent: bool = True) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         for start in range(0, len(keys), _BATCH_GET_KEYS):
             request: dict[str, Any] = {
                 self._table: {
                     "Keys": list(keys[start : start + _BATCH_GET_KEYS]),
-                    "ConsistentRead": True,
+                    "ConsistentRead": consistent,
                 }
             }
             stalled = 0
@@ -469,11 +469,18 @@ class DynamoDbLedger:
         return None if item is None else load_record(model, kind, *_stored(item))
 
     def _get_many(
-        self, owner: OwnerKey, model: type[_ById], kind: str, record_ids: Sequence[str]
+        self,
+        owner: OwnerKey,
+        model: type[_ById],
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        consistent: bool = True,
     ) -> dict[str, _ById]:
         pk = _pk_of(owner)
         keys = [_key(pk, f"{kind.upper()}#{_part(rid)}") for rid in dict.fromkeys(record_ids)]
-        records = load_readable(model, kind, map(_stored, self._batch_get(keys)))
+        found = self._batch_get(keys, consistent=consistent)
+        records = load_readable(model, kind, map(_stored, found))
         return {record.id: record for record in records}
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
@@ -502,8 +509,10 @@ class DynamoDbLedger:
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         return self._get_one(owner, MemoryNode, "node", node_id)
 
-    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
-        return self._get_many(owner, MemoryNode, "node", node_ids)
+    def get_nodes(
+        self, owner: OwnerKey, node_ids: Sequence[str], *, consistent: bool = True
+    ) -> dict[str, MemoryNode]:
+        return self._get_many(owner, MemoryNode, "node", node_ids, consistent=consistent)
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         links = self._query_prefix(_pk_of(owner), f"EVNODE#{_part(event_id)}#")

@@ -442,7 +442,11 @@ class SqliteLedger:
         found = self._bodies("nodes", owner, [node_id])
         return self._parse_node(*found[0]) if found else None
 
-    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
+    def get_nodes(
+        self, owner: OwnerKey, node_ids: Sequence[str], *, consistent: bool = True
+    ) -> dict[str, MemoryNode]:
+        # One local database: every read already sees every committed write.
+        del consistent
         nodes: dict[str, MemoryNode] = {}
         for node_id, body in self._bodies("nodes", owner, node_ids):
             try:

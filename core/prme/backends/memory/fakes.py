@@ -70,6 +70,8 @@ class InMemoryLedger:
         self.idempotency: dict[tuple[str, str, str], IdempotencyRecord] = {}
         self.edges: dict[tuple[str, str, str], MemoryEdge] = {}
         self.fail_journal = False
+        # The `consistent` flag of every `get_nodes` call, oldest first: which reads may lag.
+        self.node_reads_consistent: list[bool] = []
 
     def commit_store(self, commit: StoreCommit) -> None:
         with applied_once(self, commit.journal):
@@ -190,7 +192,10 @@ class InMemoryLedger:
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode | None:
         return self.nodes.get((owner.tenant_id, owner.owner_id, node_id))
 
-    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> dict[str, MemoryNode]:
+    def get_nodes(
+        self, owner: OwnerKey, node_ids: Sequence[str], *, consistent: bool = True
+    ) -> dict[str, MemoryNode]:
+        self.node_reads_consistent.append(consistent)
         found = {nid: self.get_node(owner, nid) for nid in node_ids}
         return {nid: node for nid, node in found.items() if node is not None}
 
