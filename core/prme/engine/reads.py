@@ -64,4 +64,4 @@ def get_receipt_record(deps: EngineDeps, owner: OwnerKey, request_id: str) -> Jo
 
 
 def get_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
-    return RetrievalReceipt.model_validate(get_receipt_record(deps, owner, request_id).payload)
+    return RetrievalReceipt.from_payload(get_receipt_record(deps, owner, request_id).payload)

@@ -44,6 +44,7 @@ from prme.retrieval.receipts import (
     ReceiptContext,
     RetrievalReceipt,
     SessionContextEntry,
+    stored_receipt_payload,
 )
 from prme.retrieval.response_size import ResponseBudget, fit_response
 from prme.retrieval.results import (
@@ -391,11 +392,12 @@ def save_receipt(
     *,
     candidate_rows: list[dict[str, Any]] | None = None,
 ) -> bool:
-    """Journal the receipt; a failure to save it never fails the retrieval. `candidate_rows`
-    (JSON-ready `ReceiptCandidate` fields) replace the receipt's candidates when given."""
-    payload = receipt.model_dump(mode="json")
+    """Journal the receipt in its compact form; a failure to save it never fails the retrieval.
+    `candidate_rows` (JSON-ready `ReceiptCandidate` fields) replace its candidates when given."""
+    full = receipt.model_dump(mode="json")
     if candidate_rows is not None:
-        payload["candidates"] = candidate_rows
+        full["candidates"] = candidate_rows
+    payload = stored_receipt_payload(full)
     try:
         deps.ledger.append_journal(
             JournalRecord.build(
