@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from prme.engine.deadlines import share_of_deadline
@@ -407,6 +407,7 @@ def save_receipt(
                 subject_id=receipt.request_id,
                 created_at=receipt.created_at,
                 payload=payload,
+                expires_at=receipt.created_at + timedelta(days=deps.config.receipt_retention_days),
             )
         )
     except PrmeError:

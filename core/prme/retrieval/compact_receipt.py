@@ -22,6 +22,7 @@ _PLAIN_FIELDS = (
     "backend_failures",
 )
 _RETURNED = "returned"
+_PACKED_ID = 22  # characters of a UUID's 16 bytes in unpadded base64url
 
 
 def _uuid_ids(ids: list[str]) -> bool:
@@ -36,8 +37,43 @@ def _pack_id(node_id: str) -> str:
     return base64.urlsafe_b64encode(uuid.UUID(node_id).bytes).decode().rstrip("=")
 
 
-def _unpack_id(packed: str) -> str:
-    return str(uuid.UUID(bytes=base64.urlsafe_b64decode(packed + "==")))
+def _unpack_ids(packed: str) -> list[str]:
+    return [
+        str(uuid.UUID(bytes=base64.urlsafe_b64decode(packed[i : i + _PACKED_ID] + "==")))
+        for i in range(0, len(packed), _PACKED_ID)
+    ]
+
+
+def _pack_digest(hex_digest: str | None) -> str | None:
+    if hex_digest is None:
+        return None
+    return base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).decode().rstrip("=")
+
+
+def _unpack_digest(packed: str | None) -> str | None:
+    return None if packed is None else base64.urlsafe_b64decode(packed + "=").hex()
+
+
+def _entry(position: int, entry: dict[str, Any], index: dict[str, int]) -> list[Any]:
+    """A context entry as a row; a full entry whose ref follows the m1, m2, ... order keeps
+    only its record and tokens."""
+    at, tokens = index[entry["node_id"]], entry["tokens"]
+    if entry["representation"] == "full" and entry["ref"] == f"m{position + 1}":
+        return [at, tokens]
+    return [at, tokens, entry["ref"], entry["representation"], entry["folded_into"]]
+
+
+def _unpack_entry(position: int, row: list[Any], ids: list[str]) -> dict[str, Any]:
+    ref, representation, folded_into = (
+        (f"m{position + 1}", "full", None) if len(row) == 2 else row[2:]
+    )
+    return {
+        "ref": ref,
+        "node_id": ids[row[0]],
+        "representation": representation,
+        "tokens": row[1],
+        "folded_into": folded_into,
+    }
 
 
 def _time(value: float | None) -> float | int | None:
@@ -91,13 +127,13 @@ def compact_payload(full: dict[str, Any]) -> dict[str, Any]:
     return {
         **{name: full[name] for name in _PLAIN_FIELDS},
         "uuid_ids": packed_ids,
-        "ids": [_pack_id(i) for i in ids] if packed_ids else ids,
+        "ids": "".join(_pack_id(i) for i in ids) if packed_ids else ids,
         "channels": channels,
         "sessions": sessions,
         # Per fused candidate, in saved order: its rank in each channel (0: absent), its
         # time and its session's index (-1: none).
         "rows": [
-            [[c["ranks"].get(name, 0) for name in channels], _time(c["time"]), session_of(c)]
+            [*(c["ranks"].get(name, 0) for name in channels), _time(c["time"]), session_of(c)]
             for c in fused_rows
         ],
         # Per record added as session context: its anchor, time, session, score.
@@ -109,19 +145,16 @@ def compact_payload(full: dict[str, Any]) -> dict[str, Any]:
         # Why each record left out was left out: reason to the indexes of its records.
         "outcomes": _group_outcomes(all_rows),
         # What feedback validates against: digest and cosine of every record shown.
-        "shown": {
-            str(i): [c["content_sha256"], c.get("semantic_relevance")]
+        "shown": [
+            [i, _pack_digest(c["content_sha256"]), c.get("semantic_relevance")]
             for i, c in enumerate(all_rows)
             if c["node_id"] in shown
-        },
+        ],
         "returned": [index[i] for i in full["returned_node_ids"]],
         "context": {
             "context_sha256": context["context_sha256"],
             "tokens_used": context["tokens_used"],
-            "entries": [
-                [e["ref"], index[e["node_id"]], e["representation"], e["tokens"], e["folded_into"]]
-                for e in context["entries"]
-            ],
+            "entries": [_entry(k, e, index) for k, e in enumerate(context["entries"])],
             "excluded": excluded_runs,
             "visible_value_bindings": context.get("visible_value_bindings", []),
         },
@@ -133,14 +166,12 @@ def compact_payload(full: dict[str, Any]) -> dict[str, Any]:
 
 def expand_payload(compact: dict[str, Any]) -> dict[str, Any]:
     """The receipt's fields as JSON values from its compact form (see `compact_payload`)."""
-    ids = compact["ids"]
-    if compact["uuid_ids"]:
-        ids = [_unpack_id(i) for i in ids]
+    ids: list[str] = _unpack_ids(compact["ids"]) if compact["uuid_ids"] else compact["ids"]
     channels = compact["channels"]
     sessions = compact["sessions"]
     features = compact["features"]
     outcomes = {i: reason for reason, members in compact["outcomes"].items() for i in members}
-    shown = compact["shown"]
+    shown = {i: (_unpack_digest(digest), cosine) for i, digest, cosine in compact["shown"]}
     fusion = FusionConfig.model_validate(compact["config"]["fusion"])
     decay = compact["config"]["session_context_rank_fusion_score_decay"]
 
@@ -150,18 +181,18 @@ def expand_payload(compact: dict[str, Any]) -> dict[str, Any]:
     inputs = [
         FusionInput(
             ids[i],
-            {name: rank for name, rank in zip(channels, ranks, strict=True) if rank},
-            time,
+            {name: rank for name, rank in zip(channels, row[:-2], strict=True) if rank},
+            row[-2],
             features.get(str(i), {}),
-            session(session_index),
+            session(row[-1]),
         )
-        for i, (ranks, time, session_index) in enumerate(compact["rows"])
+        for i, row in enumerate(compact["rows"])
     ]
     scored = {c.node_id: c for c in fuse(inputs, fusion)}
     candidates: list[dict[str, Any]] = []
     for i, item in enumerate(inputs):
         outcome = outcomes.get(i, _RETURNED)
-        digest, cosine = shown.get(str(i), (None, None))
+        digest, cosine = shown.get(i, (None, None))
         fused = scored[item.node_id]
         candidates.append(
             {
@@ -182,7 +213,7 @@ def expand_payload(compact: dict[str, Any]) -> dict[str, Any]:
     for j, (anchor, time, session_index, score) in enumerate(compact["context_rows"]):
         i = len(inputs) + j
         outcome = outcomes.get(i, _RETURNED)
-        digest, cosine = shown.get(str(i), (None, None))
+        digest, cosine = shown.get(i, (None, None))
         candidates.append(
             {
                 "node_id": ids[i],
@@ -214,16 +245,7 @@ def expand_payload(compact: dict[str, Any]) -> dict[str, Any]:
         "context": {
             "context_sha256": context["context_sha256"],
             "tokens_used": context["tokens_used"],
-            "entries": [
-                {
-                    "ref": ref,
-                    "node_id": ids[i],
-                    "representation": representation,
-                    "tokens": tokens,
-                    "folded_into": folded_into,
-                }
-                for ref, i, representation, tokens, folded_into in context["entries"]
-            ],
+            "entries": [_unpack_entry(k, row, ids) for k, row in enumerate(context["entries"])],
             "excluded": [
                 {"node_id": ids[i], "reason": reason}
                 for reason, members in context["excluded"]
