@@ -388,6 +388,31 @@ def test_journal_append_duplicate_and_get(ledger: DynamoDbLedger) -> None:
     assert ledger.get_journal(ALICE, "jr-missing") is None
 
 
+def test_an_expiring_journal_record_gets_the_ttl_attribute(table: tuple[Any, str]) -> None:
+    ledger = dynamodb_ledger(*table)
+    for record_id, expires_at in (("kept", None), ("receipt", T0 + timedelta(days=30))):
+        ledger.append_journal(
+            JournalRecord.build(
+                record_id=record_id,
+                owner=ALICE,
+                operation="retrieval_receipt",
+                subject_id=record_id,
+                created_at=T0,
+                payload={},
+                expires_at=expires_at,
+            )
+        )
+    kept = raw_item(table, "T#t1#O#alice", "JOURNAL#kept")
+    assert kept is not None and resources.TTL_ATTRIBUTE not in kept
+    expiring = raw_item(table, "T#t1#O#alice", "JOURNAL#receipt")
+    expiry = int((T0 + timedelta(days=30)).timestamp())
+    assert expiring is not None and expiring[resources.TTL_ATTRIBUTE] == {"N": str(expiry)}
+    stored = ledger.get_journal(ALICE, "receipt")
+    assert stored is not None and stored.verify()
+    # The expiry is covered by the checksum: moving it makes the record fail verification.
+    assert not stored.model_copy(update={"expires_at": T0 + timedelta(days=90)}).verify()
+
+
 def test_other_owners_and_tenants_read_nothing(ledger: DynamoDbLedger) -> None:
     commit = make_commit(ALICE, 1)
     ledger.commit_store(commit)

@@ -187,6 +187,7 @@ def test_a_receipt_saved_before_profiles_loads_and_replays() -> None:
     payload = receipt.model_dump(mode="json")
     del payload["config"]["retrieval_profile"]
     payload["request_id"] = "receipt-before-profiles"
+    payload["schema_version"] = 22  # saved in full, before compact receipts
     h.ledger.append_journal(
         JournalRecord.build(
             record_id="receipt-before-profiles",

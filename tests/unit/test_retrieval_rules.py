@@ -251,7 +251,7 @@ def test_folding_can_be_disabled_and_receipt_schema_says_so() -> None:
     response = retrieve(h, "weekly sync")
     assert response.bundle.context.count("weekly sync at 10am") == 2
     receipt = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
-    assert receipt.schema_version == 19
+    assert receipt.schema_version == 23
     assert receipt.config.fold_repeated_text is False
 
 
@@ -263,7 +263,7 @@ def test_receipt_replays_without_the_store(harness: Harness) -> None:
     saved = RetrievalReceipt.model_validate_json(receipt.model_dump_json())
     assert saved.replay_ranking() == [r.node_id for r in response.results][: len(saved.candidates)]
     assert saved.replay_matches()
-    assert saved.schema_version == 22
+    assert saved.schema_version == 24
     assert saved.context.context_sha256 == response.bundle.context_sha256
     assert saved.config.fusion.rrf_k == 20
 

@@ -96,6 +96,9 @@ class EngineConfig(BaseModel):
     # How a record's own vector is made: the mean of its sentences' vectors, or one vector
     # of the whole text (see engine/vector_input.py).
     vector_segments: Literal["sentences", "whole"] = "sentences"
+    # Days a retrieval receipt stays readable (and replayable, and open to feedback); after
+    # that it reads as not found on every backend, and DynamoDB's TTL deletes it.
+    receipt_retention_days: int = Field(default=30, ge=1)
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)
     # How many of an owner's ledger records one erase call removes at most: a larger owner is

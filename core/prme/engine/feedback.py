@@ -77,7 +77,7 @@ def record_relevance(deps: EngineDeps, owner: OwnerKey, request: RelevanceInput)
     if existing is not None:
         return _same_relevance(existing, request)
     saved = get_receipt_record(deps, owner, str(request.request_id))
-    receipt = RetrievalReceipt.model_validate(saved.payload)
+    receipt = RetrievalReceipt.from_payload(saved.payload)
     record = RelevanceRecord(
         feedback_id=feedback_id,
         request_id=receipt.request_id,
@@ -172,7 +172,7 @@ def record_answer_citations(
     if existing is not None:
         return _same_citation(existing, request)
     saved = get_receipt_record(deps, owner, str(request.request_id))
-    receipt = RetrievalReceipt.model_validate(saved.payload)
+    receipt = RetrievalReceipt.from_payload(saved.payload)
     full = _full_entries(receipt)
     hashes = {c.node_id: c.content_sha256 for c in receipt.candidates}
     cited: list[CitedEntry] = []
@@ -245,7 +245,7 @@ def list_answer_citations(
 def replay_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> ReplayReport:
     """Recompute a saved ranking from the receipt alone and say whether it matches."""
     record = get_receipt_record(deps, owner, request_id)
-    receipt = RetrievalReceipt.model_validate(record.payload)
+    receipt = RetrievalReceipt.from_payload(record.payload)
     replayed = receipt.replay_ranking()
     saved = receipt.saved_ranking()
     return ReplayReport(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from prme.engine.deps import EngineDeps
 from prme.engine.journal import read_journal
 from prme.errors import CorruptRecordError, NotFoundError
@@ -58,10 +60,20 @@ def get_processing_status(
 def get_receipt_record(deps: EngineDeps, owner: OwnerKey, request_id: str) -> JournalRecord:
     """The journaled receipt of a retrieval; a tampered one raises JournalIntegrityError."""
     record = read_journal(deps, owner, request_id)
-    if record is None or record.operation != RECEIPT_OPERATION:
+    if record is None or record.operation != RECEIPT_OPERATION or receipt_expired(deps, record):
         raise NotFoundError("Retrieval receipt not found")
     return record
 
 
+def receipt_expired(deps: EngineDeps, record: JournalRecord) -> bool:
+    """Past its retention: from its saved expiry, or for a receipt saved before expiries
+    existed, from its age under the current retention setting. DynamoDB's TTL deletes
+    expired items only eventually, so every read checks."""
+    expires_at = record.expires_at or record.created_at + timedelta(
+        days=deps.config.receipt_retention_days
+    )
+    return deps.clock.now() >= expires_at
+
+
 def get_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
-    return RetrievalReceipt.model_validate(get_receipt_record(deps, owner, request_id).payload)
+    return RetrievalReceipt.from_payload(get_receipt_record(deps, owner, request_id).payload)

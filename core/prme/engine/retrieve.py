@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from prme.engine.deadlines import share_of_deadline
@@ -44,6 +44,7 @@ from prme.retrieval.receipts import (
     ReceiptContext,
     RetrievalReceipt,
     SessionContextEntry,
+    stored_receipt_payload,
 )
 from prme.retrieval.response_size import ResponseBudget, fit_response
 from prme.retrieval.results import (
@@ -394,11 +395,12 @@ def save_receipt(
     *,
     candidate_rows: list[dict[str, Any]] | None = None,
 ) -> bool:
-    """Journal the receipt; a failure to save it never fails the retrieval. `candidate_rows`
-    (JSON-ready `ReceiptCandidate` fields) replace the receipt's candidates when given."""
-    payload = receipt.model_dump(mode="json")
+    """Journal the receipt in its compact form; a failure to save it never fails the retrieval.
+    `candidate_rows` (JSON-ready `ReceiptCandidate` fields) replace its candidates when given."""
+    full = receipt.model_dump(mode="json")
     if candidate_rows is not None:
-        payload["candidates"] = candidate_rows
+        full["candidates"] = candidate_rows
+    payload = stored_receipt_payload(full)
     try:
         deps.ledger.append_journal(
             JournalRecord.build(
@@ -408,6 +410,7 @@ def save_receipt(
                 subject_id=receipt.request_id,
                 created_at=receipt.created_at,
                 payload=payload,
+                expires_at=receipt.created_at + timedelta(days=deps.config.receipt_retention_days),
             )
         )
     except PrmeError:

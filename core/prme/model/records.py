@@ -133,6 +133,10 @@ class JournalRecord(BaseModel):
     payload: dict[str, Any]
     checksum: str
     checksum_version: int = LEGACY_JOURNAL_CHECKSUM
+    # When the record stops being readable (retrieval receipts past their retention); the
+    # DynamoDB table deletes it after that by TTL. Covered by the checksum
+    # when set, left out of it when not, so records saved before it still verify.
+    expires_at: AwareDatetime | None = None
 
     @classmethod
     def build(
@@ -144,6 +148,7 @@ class JournalRecord(BaseModel):
         subject_id: str,
         created_at: datetime,
         payload: dict[str, Any],
+        expires_at: datetime | None = None,
     ) -> JournalRecord:
         unsigned = cls(
             id=record_id,
@@ -155,6 +160,7 @@ class JournalRecord(BaseModel):
             payload=payload,
             checksum="",
             checksum_version=JOURNAL_CHECKSUM_VERSION,
+            expires_at=expires_at,
         )
         return unsigned.model_copy(update={"checksum": unsigned.expected_checksum()})
 
@@ -169,7 +175,8 @@ class JournalRecord(BaseModel):
                 }
             )
         if self.checksum_version == JOURNAL_CHECKSUM_VERSION:
-            return checksum(self.model_dump(mode="json", exclude={"checksum"}))
+            unsigned = {"checksum"} if self.expires_at else {"checksum", "expires_at"}
+            return checksum(self.model_dump(mode="json", exclude=unsigned))
         return None
 
     def verify(self) -> bool:

@@ -8,10 +8,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from prme.model.bindings import SavedValueBinding, VisibleValueBinding
+from prme.retrieval.compact_receipt import compact_payload, expand_payload
 from prme.retrieval.fusion import FusionConfig, FusionInput, fuse
 
-RECEIPT_SCHEMA_VERSION = 22
-RECEIPT_SCHEMA_VERSION_UNFOLDED = 19
+# Receipts are stored compact (retrieval/compact_receipt.py) from these versions on; the
+# unfolded version is the one a retrieval with fold_repeated_text off saves.
+RECEIPT_SCHEMA_VERSION = 24
+RECEIPT_SCHEMA_VERSION_UNFOLDED = 23
+COMPACT_RECEIPT_SCHEMA_VERSIONS = frozenset(
+    {RECEIPT_SCHEMA_VERSION, RECEIPT_SCHEMA_VERSION_UNFOLDED}
+)
 RECEIPT_OPERATION = "retrieval_receipt"
 
 
@@ -21,7 +27,11 @@ class ReceiptCandidate(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     node_id: str = Field(description="The memory node's id")
-    content_sha256: str = Field(description="SHA-256 hex of its content when ranked")
+    content_sha256: str | None = Field(
+        default=None,
+        description="SHA-256 hex of its content when ranked; in compact receipts kept only for "
+        "the records returned or in the context (null for the others)",
+    )
     time: float | None = Field(
         description="Its event time, or creation time without one, in epoch seconds"
     )
@@ -40,16 +50,26 @@ class ReceiptCandidate(BaseModel):
         description="Set on a record that was not a candidate and entered as session context "
         "of this result; such records take no part in fusion",
     )
-    channel_scores: dict[str, float] = Field(description="Search channel to its raw score")
-    semantic_relevance: float | None = Field(
-        description="Cosine similarity of the query and the memory; null when not scored"
+    channel_scores: dict[str, float] = Field(
+        default_factory=dict,
+        description="Search channel to its raw score; empty in compact receipts",
     )
-    score: float = Field(description="The fused score")
+    semantic_relevance: float | None = Field(
+        default=None,
+        description="Cosine similarity of the query and the memory; null when not scored, and "
+        "in compact receipts for a record neither returned nor in the context",
+    )
+    score: float = Field(
+        description="The fused score (in compact receipts recomputed on read from the saved ranks)"
+    )
     score_provenance: dict[str, Any] = Field(
         description="How the score was made (per-channel terms and each adjustment); empty for "
         "a candidate left out"
     )
-    evidence_refs: list[str] = Field(description="Ids of the source events behind it")
+    evidence_refs: list[str] = Field(
+        default_factory=list,
+        description="Ids of the source events behind it; empty in compact receipts",
+    )
     outcome: str = Field(
         description="returned, or why it was left out: filtered, min_score, source_limit, "
         "evidence_limit, limit, token_budget, response_size (past the server's response byte "
@@ -169,6 +189,13 @@ class RetrievalReceipt(BaseModel):
         description="In order, the records session context put right after the first results",
     )
 
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> RetrievalReceipt:
+        """The receipt from its journaled payload, compact or in the full older form."""
+        if payload.get("schema_version") in COMPACT_RECEIPT_SCHEMA_VERSIONS:
+            return cls.model_validate(expand_payload(payload))
+        return cls.model_validate(payload)
+
     def replay_ranking(self) -> list[str]:
         """Recompute the fused order of every candidate from the saved ranks and config alone."""
         inputs = [
@@ -185,3 +212,8 @@ class RetrievalReceipt(BaseModel):
 
     def replay_matches(self) -> bool:
         return self.replay_ranking() == self.saved_ranking()
+
+
+def stored_receipt_payload(full: dict[str, Any]) -> dict[str, Any]:
+    """What the journal keeps of a receipt given as JSON values: the compact form."""
+    return compact_payload(full)

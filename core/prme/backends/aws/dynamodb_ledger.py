@@ -414,11 +414,15 @@ class DynamoDbLedger:
         return [node, *links]
 
     def _journal_item(self, j: JournalRecord) -> Item:
-        return {
+        item: Item = {
             **_key(_owner_pk(j.tenant_id, j.owner_id), f"JOURNAL#{_part(j.id)}"),
             "kind": {"S": "journal"},
             "body": {"S": j.model_dump_json()},
         }
+        if j.expires_at is not None:
+            # DynamoDB deletes it some time after; reads refuse it from expires_at on.
+            item[resources.TTL_ATTRIBUTE] = {"N": str(int(j.expires_at.timestamp()))}
+        return item
 
     def _idempotency_item(self, i: IdempotencyRecord) -> Item:
         return {
