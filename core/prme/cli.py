@@ -496,17 +496,11 @@ def _delete(args: argparse.Namespace, settings: Settings) -> int:
         raise InvalidRequestError.from_validation(exc, prefix=("event_id",)) from None
     owner = _owner(args, settings)
     if not args.yes:
-        if not sys.stdin.isatty():
-            raise UsageError("nothing deleted: add --yes to delete without a terminal to confirm")
-        # The question goes to stderr: stdout carries only what was deleted.
-        print(
+        answer = _ask(
             f"Delete event {event_id} of user {visible(owner.owner_id)} and the memories "
             "derived from it? [y/N] ",
-            end="",
-            file=sys.stderr,
-            flush=True,
+            refused="nothing deleted: add --yes to delete without a terminal to confirm",
         )
-        answer = sys.stdin.readline()
         if answer.strip().lower() not in ("y", "yes"):
             raise CommandFailedError("nothing deleted: not confirmed")
     backend = open_backend(settings, args.data_dir)
@@ -526,22 +520,27 @@ def _delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _ask(question: str, *, refused: str) -> str:
+    """The line typed in answer to `question`; UsageError(`refused`) without a terminal to
+    ask on. The question goes to stderr: stdout carries only the command's result."""
+    if not sys.stdin.isatty():
+        raise UsageError(refused)
+    print(question, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline()
+
+
 def _erase(args: argparse.Namespace, settings: Settings) -> int:
     """Erase everything stored for one owner, after the user id is typed again (or --yes)."""
     owner = _owner(args, settings)
     shown = visible(owner.owner_id)
     if not args.yes:
-        if not sys.stdin.isatty():
-            raise UsageError("nothing erased: add --yes to erase without a terminal to confirm")
         # Typing the id, not just "y": the command cannot be confirmed by habit.
-        print(
+        answer = _ask(
             f"Erase everything stored for user {shown} (memories, journal, receipts, feedback, "
             "keys)? This cannot be undone. Type the user id to confirm: ",
-            end="",
-            file=sys.stderr,
-            flush=True,
+            refused="nothing erased: add --yes to erase without a terminal to confirm",
         )
-        if sys.stdin.readline().rstrip("\n") != owner.owner_id:
+        if answer.rstrip("\n") != owner.owner_id:
             raise CommandFailedError("nothing erased: the user id was not typed")
     backend = open_backend(settings, args.data_dir)
     try:
