@@ -99,6 +99,7 @@ def open_embedded_from_settings(
         extractor=build_extractor(settings),
         config=settings.engine,
         synchronous=settings.sqlite_synchronous,
+        limits=settings.limits,
     )
 
 
