@@ -368,7 +368,10 @@ def public_body(error: PrmeError) -> dict[str, Any]:
             "error": error_code(type(error)),
             "limit": error.limit,
             "limit_value": error.limit_value,
-            "resets_at": error.resets_at.isoformat() if error.resets_at else None,
+            # The form the response models give a UTC time (`...Z`), as in GET /v1/limits.
+            "resets_at": (
+                error.resets_at.isoformat().replace("+00:00", "Z") if error.resets_at else None
+            ),
         }
     return {"detail": error.detail, "error": error_code(type(error))}
 

@@ -140,3 +140,19 @@ def test_the_dynamodb_counter_sets_the_tables_ttl_on_windows(
     item: dict[str, Any] = client.get_item(TableName=table, Key=counter_key(key()))["Item"]
     assert item[resources.TTL_ATTRIBUTE] == {"N": str(int(EXPIRY.timestamp()))}
     client.delete_table(TableName=table)
+
+
+def test_a_counter_of_another_family_or_window_length_outlives_a_new_days_counter(
+    ports: LimitsPorts,
+) -> None:
+    """Counters expire by their own key: adding to a later day's counter leaves a window
+    counter that expires sooner (and the same day's other counters) in place."""
+    window = key(name="requests:4000:1")
+    ports.add_within(window, {"count": 1}, {}, expires_at=datetime(2026, 3, 1, tzinfo=UTC))
+    ports.add_within(
+        key(name="retrievals:2026-03-09"),
+        {"count": 1},
+        {},
+        expires_at=datetime(2026, 3, 11, tzinfo=UTC),
+    )
+    assert ports.read_counters([window]) == {window: {"count": 1}}

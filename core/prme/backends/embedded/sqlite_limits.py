@@ -80,10 +80,14 @@ class SqliteLimits:
                 [(key.tenant_id, key.name, field, value, expiry) for field, value in new.items()],
             )
             if expiry is not None:
-                # Windows past their expiry are never read again: drop them as new ones start.
+                # Counters of one family (the name up to its last colon: a rate window's length,
+                # the retrievals' days) expire in key order, so those that expired two days
+                # before this one are never read again: dropped as new ones start.
+                family = key.name.rpartition(":")[0]
                 conn.execute(
-                    "DELETE FROM usage_counters WHERE tenant_id = ? AND expires_at < ?",
-                    (key.tenant_id, expiry - 2 * 86_400),
+                    "DELETE FROM usage_counters WHERE tenant_id = ? AND substr(name, 1, ?) = ? "
+                    "AND expires_at < ?",
+                    (key.tenant_id, len(family) + 1, family + ":", expiry - 2 * 86_400),
                 )
             return new
 
