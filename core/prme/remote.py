@@ -172,7 +172,7 @@ def _retry_wait(
     if isinstance(body, dict) and body.get("accepted") is True:
         return None
     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-    if retry_after is not None and retry_after > policy.max_delay:
+    if status == 429 and retry_after is not None and retry_after > policy.max_delay:
         # A tenant's limit that resets later than the policy would wait (the day's
         # retrievals): retrying sooner is refused again, so the caller hears it now.
         return None
