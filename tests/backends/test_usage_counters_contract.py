@@ -1,4 +1,5 @@
-"""The usage counters and tenant limits ports: one suite over the fake, SQLite and DynamoDB."""
+"""The usage counters and tenant limits ports: one contract suite over the fake, SQLite and
+DynamoDB (tests/backends holds the suites that run every adapter of a port)."""
 
 from __future__ import annotations
 
