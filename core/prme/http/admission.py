@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
-from prme.errors import NotFoundError, ProcessingIncompleteError
+from prme.errors import CorruptRecordError, NotFoundError, ProcessingIncompleteError
 from prme.model.erasure import OwnerErasure
 from prme.model.limits import Limited, LimitName, StoredAmount, stored_amount
 from prme.model.portability import ImportReport
@@ -104,6 +104,9 @@ class _AdmittingEngine:
         except NotFoundError:
             # Already deleted (a repeated delete answers the same record) or never there.
             return lambda _result: StoredAmount()
+        except CorruptRecordError:
+            # A quarantined event can still be deleted; its bytes cannot be read.
+            return lambda _result: StoredAmount(records=1)
         freed = StoredAmount(records=1, bytes=len(event.content.encode("utf-8")))
         return lambda _result: freed
 

@@ -126,10 +126,10 @@ def stored_amount(value: object) -> StoredAmount | None:
     content bytes; None for an input that stores no source."""
     if isinstance(value, SourceInput):
         return StoredAmount(records=1, bytes=_content_bytes(value.content))
-    if isinstance(value, FastIngestInput):
-        return StoredAmount(
-            records=len(value.items), bytes=sum(_content_bytes(i.content) for i in value.items)
-        )
+    # A batch of sources (a fast ingest, or any input whose items are sources).
+    items = value.items if isinstance(value, FastIngestInput) else getattr(value, "items", None)
+    if isinstance(items, list) and items and all(isinstance(i, SourceInput) for i in items):
+        return StoredAmount(records=len(items), bytes=sum(_content_bytes(i.content) for i in items))
     if isinstance(value, ImportBatch):
         events = [r for r in value.records if r.get("kind") == "event"]
         return StoredAmount(
