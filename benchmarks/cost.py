@@ -33,6 +33,7 @@ from prme.backends.aws.resources import (
 from prme.backends.aws.service import AwsBackend, AwsClients, open_aws
 from prme.embedding.hashing import HashingEmbedder
 from prme.model.inputs import IngestInput, RetrieveInput, StoreInput
+from prme.model.limits import Limited, StoredAmount, TenantLimits
 from prme.settings import Settings
 
 # Production embeds with 1024 dimensions (Titan v2); vector bytes dominate OpenSearch traffic.
@@ -300,6 +301,37 @@ def run(backend: AwsBackend, meter: Meter, settings: Settings, count: int) -> di
     return results
 
 
+def admission_costs(backend: AwsBackend, meter: Meter, count: int) -> dict[str, Any]:
+    """What the per-tenant limits check adds to one request of each kind, with every limit
+    set (the API admits each request before its work; the engine calls above skip it). The
+    tenant's limits record is read once per process every 30 s (LIMITS_CACHE), not per call."""
+    gate = backend.engine.deps.limits
+    assert gate is not None  # noqa: S101 - open_aws always wires the limits
+    gate.set_limits(
+        OWNER.tenant_id,
+        TenantLimits(
+            requests_per_second=1000,
+            burst=10**9,
+            stored_records=10**9,
+            stored_bytes=10**12,
+            retrievals_per_day=10**9,
+        ),
+    )
+    gate.limits_of(OWNER.tenant_id)
+    meter.take()
+    results = {}
+    stored = StoredAmount(records=1, bytes=MEMORY_CHARS)
+    for label, use in (
+        ("limit_request", Limited.REQUEST),
+        ("limit_store", Limited.STORE),
+        ("limit_retrieve", Limited.RETRIEVAL),
+    ):
+        for _ in range(count):
+            gate.admit(OWNER.tenant_id, use, stored)
+        results[label] = per_operation(meter.take(), count)
+    return results
+
+
 ROWS = (
     ("DynamoDB write units (computed)", "dynamodb_wcu_computed"),
     ("  + index write units (computed)", "dynamodb_gsi_wcu_computed"),
@@ -334,6 +366,7 @@ def main() -> None:
         meter = Meter(clients, settings.table_name)
         count = 20 if args.quick else 200
         results = run(backend, meter, settings, count)
+        results.update(admission_costs(backend, meter, count))
         backend.close()
     print(f"aws backend on the local AWS: {count} stores, {count} ingests, before retrieving")
     print_table(results)

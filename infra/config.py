@@ -12,7 +12,9 @@ from typing import Any
 
 from aws_cdk import aws_logs as logs
 from constructs import Node
+from pydantic import ValidationError
 
+from prme.model.limits import TenantLimits
 from prme.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +59,14 @@ CONTEXT_DEFAULTS: dict[str, Any] = {
     "prme:extractionModelId": "anthropic.claude-3-haiku-20240307-v1:0",
     "prme:apiRateLimit": 50,
     "prme:apiBurstLimit": 100,
+    # Every tenant's limits unless the provider sets its own (`prme limits set`); "none" is
+    # unlimited. The stage throttle above stays as the outer guard of the whole API; these are
+    # what keeps one tenant from taking all of it (docs/limits.md).
+    "prme:tenantRequestsPerSecond": 20,
+    "prme:tenantBurst": 40,
+    "prme:tenantStoredRecords": "none",
+    "prme:tenantStoredBytes": "none",
+    "prme:tenantRetrievalsPerDay": "none",
     # "none" leaves a function on the account's unreserved pool. The workers are capped so
     # a backlog cannot starve the API or overload the search domain; one maintenance
     # instance at a time keeps sweeper passes from overlapping.
@@ -167,6 +177,34 @@ def _optional_int(node: Node, key: str) -> int | None:
     return _positive_int(node, key)
 
 
+def _optional_count(node: Node, key: str) -> int | None:
+    if str(_raw(node, key)).strip().lower() == "none":
+        return None
+    return _whole_number(node, key, 0)
+
+
+# Each default tenant limit's context key and the TenantLimits field it sets.
+TENANT_LIMIT_CONTEXT = {
+    "prme:tenantRequestsPerSecond": "requests_per_second",
+    "prme:tenantBurst": "burst",
+    "prme:tenantStoredRecords": "stored_records",
+    "prme:tenantStoredBytes": "stored_bytes",
+    "prme:tenantRetrievalsPerDay": "retrievals_per_day",
+}
+
+
+def _tenant_limits(node: Node) -> TenantLimits:
+    values = {field: _optional_count(node, key) for key, field in TENANT_LIMIT_CONTEXT.items()}
+    try:
+        return TenantLimits(**values)
+    except ValidationError as exc:
+        # The functions would refuse to start with it: say which context value is wrong.
+        first = exc.errors(include_input=False, include_url=False)[0]
+        field = str(first["loc"][0])
+        key = next(k for k, f in TENANT_LIMIT_CONTEXT.items() if f == field)
+        raise ContextError(f"context {key}: {first['msg']}") from None
+
+
 def _retention(days: int) -> logs.RetentionDays:
     if days not in _RETENTION:
         raise ContextError(f"context prme:logRetentionDays must be one of {sorted(_RETENTION)}")
@@ -187,6 +225,8 @@ class DeploymentConfig:
     extraction_model_id: str
     api_rate_limit: int
     api_burst_limit: int
+    # The default per-tenant limits the api function enforces (PRME_LIMITS__...).
+    tenant_limits: TenantLimits
     reserved_concurrency: dict[str, int | None]
     # MaximumConcurrency of the SQS event source mapping of each queue consumer.
     max_concurrency: dict[str, int]
@@ -247,6 +287,7 @@ class DeploymentConfig:
             extraction_model_id=_text(node, "prme:extractionModelId"),
             api_rate_limit=_positive_int(node, "prme:apiRateLimit"),
             api_burst_limit=_positive_int(node, "prme:apiBurstLimit"),
+            tenant_limits=_tenant_limits(node),
             reserved_concurrency={
                 name: _optional_int(node, f"prme:{name}ReservedConcurrency")
                 for name in FUNCTION_NAMES

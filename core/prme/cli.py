@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from prme import cli_limits
 from prme.composition import open_backend
 from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
@@ -206,6 +207,13 @@ def _manage_keys(args: argparse.Namespace, settings: Settings, service: Credenti
             ) from None
         print(f"revoked {revoked.key_id}")
     return 0
+
+
+def _limits(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        return cli_limits.run(args, settings)
+    except cli_limits.LimitsUsageError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _bootstrap(_args: argparse.Namespace, settings: Settings) -> int:
@@ -851,6 +859,8 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = command(keys_sub, "revoke", "revoke a key")
     revoke.add_argument("key_id", help="the key_id printed by `keys create` or `keys list`")
 
+    cli_limits.add_parser(command, sub)
+
     command(sub, "bootstrap", "create the AWS table, queues and index (idempotent)")
 
     worker = command(sub, "worker", "run one pass over pending work")
@@ -996,6 +1006,7 @@ HANDLERS: dict[str, Handler] = {
     "stats": _stats,
     "export": _export,
     "import": _import,
+    "limits": _limits,
 }
 
 

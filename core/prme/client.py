@@ -42,6 +42,7 @@ from prme.http import judgment_schemas, schemas
 from prme.model import erasure, feedback, listings, portability, quantities
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
+from prme.model.limits import LimitsReport
 from prme.model.quantities import QuantityAggregationQuery
 from prme.operations import BY_NAME, Operation, Shape, client_docstring, presented
 from prme.remote import AsyncHttpTransport, HttpTransport, RetryPolicy
@@ -235,6 +236,11 @@ class _Calls:
 
     def get_stats(self, *, user_id: str | None = None) -> Call[listings.OwnerStats]:
         return Call("get_stats", user_id, local=lambda at: at.engine.get_stats(at.owner))
+
+    def get_limits(self) -> Call[LimitsReport]:
+        """In a directory: the limits `prme serve` holds tenants to (in-process calls are
+        not counted against them)."""
+        return Call("get_limits", local=lambda at: at.engine.get_limits(at.principal.tenant_id))
 
     def export_owner(
         self, *, cursor: str | None = None, user_id: str | None = None
@@ -765,6 +771,7 @@ class MemoryClient:
     list_events = _blocking(_Calls.list_events)
     delete_memory = _blocking(_Calls.delete_memory)
     get_stats = _blocking(_Calls.get_stats)
+    get_limits = _blocking(_Calls.get_limits)
     export_owner = _blocking(_Calls.export_owner)
     import_records = _blocking(_Calls.import_records)
     erase_owner = _blocking(_Calls.erase_owner)
@@ -905,6 +912,7 @@ class AsyncMemoryClient:
     list_events = _awaitable(_Calls.list_events)
     delete_memory = _awaitable(_Calls.delete_memory)
     get_stats = _awaitable(_Calls.get_stats)
+    get_limits = _awaitable(_Calls.get_limits)
     export_owner = _awaitable(_Calls.export_owner)
     import_records = _awaitable(_Calls.import_records)
     erase_owner = _awaitable(_Calls.erase_owner)

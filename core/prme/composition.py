@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.engine.credentials import CredentialService
+from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.ports import Embedder, Extractor
 from prme.settings import Settings
@@ -99,6 +101,7 @@ def open_embedded_from_settings(
         extractor=build_extractor(settings),
         config=settings.engine,
         synchronous=settings.sqlite_synchronous,
+        limits=settings.limits,
     )
 
 
@@ -111,3 +114,23 @@ def open_backend(settings: Settings, data_dir: Path | None = None) -> Backend:
             settings, embedder=build_embedder(settings), extractor=build_extractor(settings)
         )
     return open_embedded_from_settings(settings, data_dir)
+
+
+def open_limits(
+    settings: Settings, data_dir: Path | None = None
+) -> tuple[LimitGate, Callable[[], None]]:
+    """Per-tenant limits alone, for the provider's `prme limits`: the limits file of the data
+    directory, or the table; no embedder, index or queue is opened. Returns a close function."""
+    if settings.backend == "aws":
+        from prme.backends.aws.service import open_aws_limits
+
+        return open_aws_limits(settings), lambda: None
+    from prme.backends.clock import SystemClock
+    from prme.backends.embedded.service import LIMITS_FILE
+    from prme.backends.embedded.sqlite import private_directory
+    from prme.backends.embedded.sqlite_limits import SqliteLimits
+
+    directory = data_dir or settings.data_dir
+    private_directory(directory)
+    store = SqliteLimits(directory / LIMITS_FILE, synchronous=settings.sqlite_synchronous)
+    return LimitGate(store, store, settings.limits, SystemClock()), store.close

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -263,6 +264,43 @@ class OperationNotServedError(PrmeError):
     default_detail = "This operation is served in-process only"
 
 
+class LimitExceededError(PrmeError):
+    """A limit of the caller's tenant refused the request before any work: nothing was
+    written. The body names the limit, its value and when the use counted against it starts
+    over (`resets_at`, null when it never does by itself)."""
+
+    default_detail = "A limit of this tenant was reached; nothing was done"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        limit: str = "",
+        limit_value: int | None = None,
+        resets_at: datetime | None = None,
+        retry_after_s: int | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        self.limit_value = limit_value
+        self.resets_at = resets_at
+        self.retry_after_s = retry_after_s
+
+
+class RateLimitedError(LimitExceededError):
+    """Too many requests (the request rate, or the day's retrievals) for the tenant's limits
+    (HTTP 429 with Retry-After): waiting until `resets_at` is enough."""
+
+    default_detail = "Too many requests for this tenant's limits; retry after resets_at"
+
+
+class QuotaExceededError(LimitExceededError):
+    """The write would take the tenant past its stored records or bytes (HTTP 403): not
+    transient, so not 429. Deleting memories or a higher limit from the provider makes room."""
+
+    default_detail = "This write would pass the tenant's storage quota; nothing was written"
+
+
 # -- the one mapping of errors to HTTP statuses, categories and public bodies --------------
 # HTTP responses and MCP tool errors are both built from it.
 
@@ -272,6 +310,8 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (ValueBindingResolutionError, 400),
     (AuthenticationError, 401),
     (PermissionDeniedError, 403),
+    (QuotaExceededError, 403),
+    (RateLimitedError, 429),
     (NotFoundError, 404),
     (ConflictError, 409),
     (PayloadTooLargeError, 413),
@@ -295,6 +335,7 @@ CATEGORY_BY_STATUS = {
     409: "conflict",
     413: "payload_too_large",
     422: "invalid_request",
+    429: "rate_limited",
     500: "internal",
     503: "unavailable",
 }
@@ -321,6 +362,17 @@ def public_body(error: PrmeError) -> dict[str, Any]:
         return {"detail": error.errors()}
     if isinstance(error, SearchIndexMismatchError):
         return {"detail": error.detail, "reason_code": error.reason_code}
+    if isinstance(error, LimitExceededError):
+        return {
+            "detail": error.detail,
+            "error": error_code(type(error)),
+            "limit": error.limit,
+            "limit_value": error.limit_value,
+            # The form the response models give a UTC time (`...Z`), as in GET /v1/limits.
+            "resets_at": (
+                error.resets_at.isoformat().replace("+00:00", "Z") if error.resets_at else None
+            ),
+        }
     return {"detail": error.detail, "error": error_code(type(error))}
 
 
@@ -375,6 +427,9 @@ def error_from_response(status: int, body: Any) -> PrmeError:
             return _with_detail(incomplete, text)
     if status == 503 and reason_code == SearchIndexMismatchError.reason_code:
         return _with_detail(SearchIndexMismatchError("reported by the server"), text)
+    limited = _limit_error(fields, status, text)
+    if limited is not None:
+        return limited
     named = _named_error(fields.get("error"), status)
     if named is not None:
         return named(text)
@@ -395,6 +450,27 @@ def _named_error(code: Any, status: int) -> type[PrmeError] | None:
         ):
             return kind
     return None
+
+
+def _limit_error(fields: dict[str, Any], status: int, text: str | None) -> PrmeError | None:
+    """A limit's refusal rebuilt with the limit it names (each field bounded and typed)."""
+    kinds = {error_code(kind): kind for kind in (RateLimitedError, QuotaExceededError)}
+    kind = kinds.get(str(fields.get("error")))
+    if kind is None or status_for(kind()) != status:
+        return None
+    value = fields.get("limit_value")
+    resets_at: datetime | None = None
+    if isinstance(fields.get("resets_at"), str):
+        try:
+            resets_at = datetime.fromisoformat(fields["resets_at"][:64])
+        except ValueError:
+            resets_at = None
+    return kind(
+        text,
+        limit=excerpt(str(fields.get("limit", "")), 64),
+        limit_value=value if isinstance(value, int) and not isinstance(value, bool) else None,
+        resets_at=resets_at,
+    )
 
 
 def _with_detail(error: PrmeError, detail: str | None) -> PrmeError:

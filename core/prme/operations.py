@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from prme.http import judgment_schemas, schemas
 from prme.model import bindings, erasure, feedback, inputs, listings, portability, quantities
+from prme.model.limits import Limited, LimitsReport
 from prme.retrieval import receipts
 
 
@@ -39,6 +40,7 @@ class Capability(StrEnum):
     QUANTITIES = "quantities"
     KEYS = "keys"
     OPERATOR = "operator"
+    LIMITS = "limits"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -51,6 +53,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.QUANTITIES: "Exact totals of extracted amounts and counts, per unit.",
     Capability.KEYS: "API keys of a tenant's users, managed by the tenant's operator keys.",
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
+    Capability.LIMITS: "The tenant's limits (rate, storage, retrievals a day) and its use of them.",
 }
 
 
@@ -162,6 +165,9 @@ class Operation:
     # What serves it: the engine (`MemoryEngine`), or the key service (`CredentialService`).
     served_by: Literal["engine", "credentials"] = "engine"
     shape: Shape = Shape.ADAPTER
+    # How a call counts against its tenant's limits (`prme.model.limits.Limited`), checked
+    # before it runs wherever it is served over HTTP or MCP (`prme.http.admission`).
+    limited: Limited = Limited.REQUEST
 
     @property
     def engine_method(self) -> str:
@@ -210,6 +216,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=schemas.StoreResponse,
         engine_input=inputs.StoreInput,
         shape=Shape.WRITE_BODY,
+        limited=Limited.STORE,
     ),
     Operation(
         "ingest",
@@ -229,6 +236,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=schemas.IngestResponse,
         engine_input=inputs.IngestInput,
         shape=Shape.WRITE_BODY,
+        limited=Limited.STORE,
     ),
     Operation(
         "ingest_fast",
@@ -246,6 +254,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=schemas.FastIngestResponse,
         engine_input=inputs.FastIngestInput,
         shape=Shape.WRITE_BODY,
+        limited=Limited.STORE,
     ),
     Operation(
         "retrieve",
@@ -272,6 +281,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
+        limited=Limited.RETRIEVAL,
     ),
     Operation(
         "get_event",
@@ -358,6 +368,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=listings.MemoryDeletion,
         # Table-built like a read: engine.delete_memory(owner, event_id) on the path's id.
         shape=Shape.READ_ONE,
+        limited=Limited.RELEASE,
     ),
     Operation(
         "get_stats",
@@ -397,6 +408,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.ImportRequest,
         response=portability.ImportReport,
+        limited=Limited.STORE,
     ),
     Operation(
         "erase_owner",
@@ -417,6 +429,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=None,
         response=erasure.OwnerErasure,
+        limited=Limited.RELEASE,
     ),
     # -- processing --
     Operation(
@@ -765,6 +778,21 @@ OPERATIONS: tuple[Operation, ...] = (
         response=schemas.KeyResponse,
         client=False,
         served_by="credentials",
+    ),
+    # -- limits: what the tenant may use, read by any of its keys --
+    Operation(
+        "get_limits",
+        Capability.LIMITS,
+        "Read the tenant's limits and use",
+        "Each limit of the key's tenant (requests a second and the burst, stored records and "
+        "bytes, retrievals a day), what the tenant has used of it and when that use starts "
+        "over. A request over the rate or the day's retrievals answers 429 with Retry-After; "
+        "a write past the stored records or bytes answers 403. Any key of the tenant may read "
+        "it, and reading it counts against no limit.",
+        http=HttpRoute("GET", "/v1/limits"),
+        request=None,
+        response=LimitsReport,
+        limited=Limited.EXEMPT,
     ),
     # -- operator: tenant-wide passes for deployments and workers --
     Operation(

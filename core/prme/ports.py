@@ -6,7 +6,7 @@ Every call names the tenant and owner explicitly (`OwnerKey`). `None` from a rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from prme.model.enums import LifecycleState, NodeType, WorkFamily
 from prme.model.erasure import OwnerErasure
 from prme.model.extraction import Extraction
+from prme.model.limits import CounterKey, TenantLimits
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -304,3 +305,39 @@ class WorkQueue(Protocol):
     """Where pending work is announced after commit; losing a message loses nothing."""
 
     def enqueue(self, items: Sequence[WorkItem]) -> None: ...
+
+
+class UsageCounters(Protocol):
+    """Per-tenant usage counters shared by every process of a deployment (request windows,
+    retrievals per day, stored records and bytes). Each call is one atomic step."""
+
+    def add_within(
+        self,
+        key: CounterKey,
+        amounts: Mapping[str, int],
+        caps: Mapping[str, int],
+        *,
+        expires_at: datetime | None,
+    ) -> dict[str, int] | None:
+        """Add each of `amounts` (negative to take away) to the field of that name of one
+        counter (fields start at 0), unless a field named in `caps` would pass its cap. The
+        new values of the added fields, or None when refused, in which case nothing changed.
+        `expires_at` lets the backend drop the counter after that time (a window's); a key is
+        never reused after its expiry."""
+        ...
+
+    def read_counters(self, keys: Sequence[CounterKey]) -> dict[CounterKey, dict[str, int]]:
+        """The fields of each counter that exists (absent ones are left out)."""
+        ...
+
+
+class TenantLimitsStore(Protocol):
+    """The limits a service provider set for a tenant, replacing the deployment's defaults."""
+
+    def get_tenant_limits(self, tenant_id: str) -> TenantLimits | None: ...
+
+    def put_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None: ...
+
+    def delete_tenant_limits(self, tenant_id: str) -> bool:
+        """Remove the tenant's own limits (the defaults apply again); False when it had none."""
+        ...

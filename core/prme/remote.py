@@ -171,7 +171,12 @@ def _retry_wait(
     # A 503 that says the source was kept is an answer, not a refusal.
     if isinstance(body, dict) and body.get("accepted") is True:
         return None
-    return policy.delay(attempt, retry_after_seconds(response.headers.get("Retry-After")))
+    retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+    if status == 429 and retry_after is not None and retry_after > policy.max_delay:
+        # A tenant's limit that resets later than the policy would wait (the day's
+        # retrievals): retrying sooner is refused again, so the caller hears it now.
+        return None
+    return policy.delay(attempt, retry_after)
 
 
 def _transport_wait(

@@ -21,6 +21,7 @@ from pydantic_settings import (
 
 from prme.engine.config import EngineConfig
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
+from prme.model.limits import TenantLimits
 from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 ENV_PREFIX = "PRME_"
@@ -147,6 +148,10 @@ class Settings(BaseSettings):
     # failed). On AWS the maintenance function also waits until the work's queue could no
     # longer be delivering it (functions/maintenance.py).
     work_overdue_seconds: int = Field(default=120, ge=1)
+    # Every tenant's limits unless the provider set its own (`prme limits set`), e.g.
+    # PRME_LIMITS__REQUESTS_PER_SECOND=10. Unlimited by default: an embedded store has one
+    # tenant, and nothing needs to starve.
+    limits: TenantLimits = Field(default_factory=TenantLimits)
     # Read from the `ENGINE_SETTINGS` variables (see `_EnvironmentSource`).
     engine: EngineConfig = Field(default_factory=EngineConfig)
 

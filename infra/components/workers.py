@@ -166,6 +166,10 @@ class Workers(Construct):
         )
         # Small enough that every body the function accepts fits Lambda's invoke payload.
         self.api.add_environment(env("max_body_bytes"), str(LAMBDA_MAX_BODY_BYTES))
+        # The default per-tenant limits, enforced by the api function with counters in the
+        # table; unset ones are unlimited (the settings' default).
+        for field, value in config.tenant_limits.model_dump(exclude_none=True).items():
+            self.api.add_environment(env(f"limits.{field}"), str(value))
         if concurrency["api"] is None:
             skip(
                 self.api,

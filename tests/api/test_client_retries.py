@@ -247,3 +247,42 @@ def test_the_async_transport_retries_alike(waits: list[float]) -> None:
 
     assert asyncio.run(read()) == NODE
     assert (len(recorder.sent), waits) == (2, [1.0])
+
+
+def test_a_tenants_limit_is_raised_with_what_it_names_and_waited_for_only_when_short(
+    waits: list[float],
+) -> None:
+    """A 429 of a tenant's limit comes back as RateLimitedError with the limit's fields; one
+    that resets sooner than the policy's longest wait is retried after Retry-After, one that
+    resets later (the day's retrievals) is raised at once."""
+    from prme.errors import QuotaExceededError, RateLimitedError
+
+    day = {
+        "detail": "This tenant's 5 retrievals of the UTC day are used",
+        "error": "rate_limited",
+        "limit": "retrievals_per_day",
+        "limit_value": 5,
+        "resets_at": "2026-03-02T00:00:00Z",
+    }
+    recorder = Recorder(httpx.Response(429, headers={"Retry-After": "43200"}, json=day))
+    with _client(recorder) as client, pytest.raises(RateLimitedError) as refused:
+        client.get_node(NODE)
+    assert (len(recorder.sent), waits) == (1, [])
+    assert (refused.value.limit, refused.value.limit_value) == ("retrievals_per_day", 5)
+    assert refused.value.resets_at is not None and refused.value.resets_at.day == 2
+
+    window = {**day, "limit": "requests_per_second", "limit_value": 2}
+    recorder = Recorder(httpx.Response(429, headers={"Retry-After": "2"}, json=window), _node)
+    with _client(recorder) as client:
+        client.get_node(NODE)
+    assert (len(recorder.sent), waits) == (2, [2.0])
+
+    quota = {**day, "error": "quota_exceeded", "limit": "stored_records", "resets_at": None}
+    recorder = Recorder(httpx.Response(403, json=quota))
+    with _client(recorder) as client, pytest.raises(QuotaExceededError) as over:
+        client.get_node(NODE)
+    assert (over.value.limit, over.value.resets_at, len(recorder.sent)) == (
+        "stored_records",
+        None,
+        1,
+    )

@@ -155,6 +155,9 @@ OWNERLESS_ROUTES = {
     # Operator-only too (an owner key is refused before anything is read); a caller's tenant is
     # the only one it can name (tests/engine/test_erase_owner.py, tests/api/test_erase_routes.py).
     ("DELETE", "/v1/owner"),
+    # The key's tenant's limits and use: no owner's records, no user_id; another tenant's use
+    # never shows (tests/api/test_tenant_limits.py).
+    ("GET", "/v1/limits"),
 }
 
 TOOLS: dict[str, Case] = {

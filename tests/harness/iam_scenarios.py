@@ -280,3 +280,27 @@ SCENARIOS: dict[str, tuple[Callable[[IamDeployment, RunAs], None], ...]] = {
     "extractor": (ingest_then_extract,),
     "maintenance": (maintenance_announces_overdue_work,),
 }
+
+
+def api_holds_a_tenant_to_its_limits(deployment: IamDeployment, run_as: RunAs) -> None:
+    """The provider's limits for the tenant (set outside every function's role) are enforced
+    by the api function with its own grants: a refusal is the limit's 403, never a 503."""
+    from prme.backends.aws.dynamodb_limits import DynamoDbLimits
+    from prme.model.limits import TenantLimits
+
+    key = api_key(deployment)
+    limits = DynamoDbLimits(deployment.admin("dynamodb"), deployment.binding.table_name)
+    limits.put_tenant_limits(TENANT, TenantLimits(requests_per_second=20, stored_records=1))
+    run_as("api")
+    assert api_call(key, "/v1/store", {"content": "I moved to Lisbon in May."})[0] == 200
+    status, refused = api_call(key, "/v1/store", {"content": "I moved to Porto in June."})
+    assert (status, refused.get("error"), refused.get("limit")) == (
+        403,
+        "quota_exceeded",
+        "stored_records",
+    ), refused
+    status, report = api_call(key, "/v1/limits")
+    assert status == 200, report
+    used = {usage["limit"]: usage["used"] for usage in report["limits"]}
+    assert used["stored_records"] == 1
+    assert used["requests_per_second"] == 2

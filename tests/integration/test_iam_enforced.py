@@ -13,6 +13,7 @@ from tests.harness.iam import IamDeployment, IamServer, iam_deployment
 from tests.harness.iam_scenarios import (
     RunAs,
     api_erases_a_user,
+    api_holds_a_tenant_to_its_limits,
     api_stores_and_retrieves,
     import_materialize_retrieve,
     ingest_rejects_into_its_dlq,
@@ -42,6 +43,7 @@ ROLE_SCENARIOS = [
     ingest_rejects_into_its_dlq,
     api_stores_and_retrieves,
     api_erases_a_user,
+    api_holds_a_tenant_to_its_limits,
     import_materialize_retrieve,
     ingest_then_extract,
     maintenance_announces_overdue_work,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prme.engine.config import EngineConfig
+from prme.engine.limits import LimitGate
 from prme.ports import Clock, Embedder, Extractor, Ledger, SearchIndex, WorkQueue
 from prme.retrieval.tokens import TokenCounter
 
@@ -32,3 +33,5 @@ class EngineDeps:
     config: EngineConfig = field(default_factory=EngineConfig)
     ids: Callable[[], str] = new_id
     extractor: Extractor = field(default_factory=_default_extractor)
+    # Per-tenant limits; None counts nothing (every limit unlimited).
+    limits: LimitGate | None = None

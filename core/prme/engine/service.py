@@ -26,6 +26,7 @@ from prme.engine.deps import EngineDeps
 from prme.engine.identity import Principal
 from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
+from prme.engine.limits import unlimited_report
 from prme.engine.reindex import ReindexProgress, ReindexReport, reindex_owner
 from prme.engine.store import StoreResult
 from prme.engine.work_dispatch import ProcessingReport, SweepReport
@@ -51,6 +52,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
+from prme.model.limits import LimitsReport
 from prme.model.portability import ExportPage, ImportBatch, ImportReport
 from prme.model.quantities import (
     QuantityAggregation,
@@ -324,3 +326,11 @@ class MemoryEngine:
 
     def aggregate_quantities_text(self, owner: OwnerKey, question: str) -> QuantityQuestionAnswer:
         return quantities.aggregate_text(self.deps, owner, question)
+
+    # -- per-tenant limits (engine/limits.py) --
+
+    def get_limits(self, tenant_id: str) -> LimitsReport:
+        """The limits of a tenant, the use of each and when it resets."""
+        if self.deps.limits is None:
+            return unlimited_report(tenant_id)
+        return self.deps.limits.report(tenant_id)

@@ -15,11 +15,13 @@ from prme.engine.work_dispatch import ProcessingReport
 from prme.http import (
     routes_aliases,
     routes_keys,
+    routes_limits,
     routes_manage,
     routes_portability,
     routes_quantities,
     table_routes,
 )
+from prme.http.admission import admitted
 from prme.http.auth import LoopbackOnlyMiddleware
 from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.deadlines import RequestDeadlineMiddleware
@@ -84,7 +86,8 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     app.add_middleware(BodyPolicyMiddleware, max_body_bytes=runtime.max_body_bytes)
     # Outermost and reads no body: every response, a 413 included, has its log line and id.
     app.add_middleware(RequestLogMiddleware)
-    engine = runtime.engine
+    # Every served operation is admitted against its tenant's limits before it runs.
+    engine = admitted(runtime.engine)
 
     @app.get("/health", include_in_schema=False)
     def health() -> dict[str, str]:
@@ -99,6 +102,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_portability.register(app, engine)
     routes_quantities.register(app, engine)
     routes_keys.register(app, runtime)
+    routes_limits.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

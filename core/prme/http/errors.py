@@ -12,7 +12,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from prme.errors import PrmeError, public_body, status_for, validation_details
+from prme.errors import (
+    PrmeError,
+    RateLimitedError,
+    public_body,
+    status_for,
+    validation_details,
+)
 from prme.http.request_log import REQUEST_ID_HEADER, request_id_of
 
 logger = logging.getLogger("prme.http")
@@ -22,6 +28,8 @@ def _prme_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, PrmeError)  # noqa: S101 - registered for PrmeError only
     status = status_for(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, RateLimitedError) and exc.retry_after_s is not None:
+        headers = {"Retry-After": str(exc.retry_after_s)}
     body = public_body(exc)
     if status >= 500:
         # The cause may hold provider text; it goes to the log, never to the response.

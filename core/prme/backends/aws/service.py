@@ -9,6 +9,7 @@ from typing import Any
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
+from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.errors import StorageUnavailableError
 from prme.ports import Clock, Embedder, Extractor
@@ -69,6 +70,7 @@ def open_aws(
     search, that the alias leads to an index made for this embedder's vectors, and refuses
     otherwise (`on_index_refused` hears the reason, e.g. to count it in a metric)."""
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.dynamodb_limits import DynamoDbLimits
     from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
     from prme.backends.aws.sqs_queue import SqsWorkQueue
@@ -77,6 +79,7 @@ def open_aws(
     clients = clients or build_clients(settings)
     clock = clock or SystemClock()
     ledger = DynamoDbLedger(clients.dynamodb, settings.table_name)
+    limit_store = DynamoDbLimits(clients.dynamodb, settings.table_name)
     specs = queue_specs(settings.queue_prefix)
     queue_urls = {
         family: clients.sqs.get_queue_url(QueueName=specs[family].name)["QueueUrl"]
@@ -100,6 +103,7 @@ def open_aws(
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or settings.engine,
+        limits=LimitGate(limit_store, limit_store, settings.limits, clock),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
@@ -122,6 +126,22 @@ def open_aws_credentials(settings: Settings, dynamodb: Any | None = None) -> Cre
         session = boto3.session.Session()
         dynamodb = DeadlineBoundClient(lambda config: session.client("dynamodb", config=config))
     return CredentialService(DynamoDbLedger(dynamodb, settings.table_name), SystemClock())
+
+
+def open_aws_limits(settings: Settings, dynamodb: Any | None = None) -> LimitGate:
+    """Per-tenant limits on the table alone, for the provider's `prme limits`: like
+    `open_aws_credentials`, it reads no setting it does not use."""
+    from prme.backends.aws.deadline_clients import DeadlineBoundClient
+    from prme.backends.aws.dynamodb_limits import DynamoDbLimits
+    from prme.backends.clock import SystemClock
+
+    if dynamodb is None:
+        import boto3
+
+        session = boto3.session.Session()
+        dynamodb = DeadlineBoundClient(lambda config: session.client("dynamodb", config=config))
+    store = DynamoDbLimits(dynamodb, settings.table_name)
+    return LimitGate(store, store, settings.limits, SystemClock())
 
 
 def bootstrap_from_settings(

@@ -10,16 +10,21 @@ from prme.backends.clock import SystemClock
 from prme.backends.embedded.sqlite import Synchronous, private_directory
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
+from prme.backends.embedded.sqlite_limits import SqliteLimits
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
+from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
+from prme.model.limits import TenantLimits
 from prme.model.records import WorkItem
 from prme.ports import Clock, Embedder, Extractor
 from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
 
 LEDGER_FILE = "ledger.sqlite3"
 INDEX_FILE = "index.sqlite3"
+# Usage counters and per-tenant limits (`prme limits`); no memory content.
+LIMITS_FILE = "limits.sqlite3"
 
 
 class InProcessWorkQueue:
@@ -38,10 +43,13 @@ class EmbeddedBackend:
     credentials: CredentialService
     ledger: SqliteLedger
     index: SqliteVectorIndex
+    limits: SqliteLimits | None = None
 
     def close(self) -> None:
         self.index.close()
         self.ledger.close()
+        if self.limits is not None:
+            self.limits.close()
 
 
 def open_embedded(
@@ -54,6 +62,7 @@ def open_embedded(
     config: EngineConfig | None = None,
     synchronous: Synchronous = "normal",
     recover_pending: bool = True,
+    limits: TenantLimits | None = None,
 ) -> EmbeddedBackend:
     """Open (or create) a data directory and finish any work a previous process left pending."""
     private_directory(data_dir)
@@ -64,6 +73,7 @@ def open_embedded(
 
         embedder = MiniLmEmbedder()
     clock = clock or SystemClock()
+    limit_store = SqliteLimits(data_dir / LIMITS_FILE, synchronous=synchronous)
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -72,6 +82,7 @@ def open_embedded(
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or EngineConfig(),
+        limits=LimitGate(limit_store, limit_store, limits or TenantLimits(), clock),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
@@ -83,5 +94,9 @@ def open_embedded(
             if report.processed == 0:
                 break
     return EmbeddedBackend(
-        engine=engine, credentials=CredentialService(ledger, clock), ledger=ledger, index=index
+        engine=engine,
+        credentials=CredentialService(ledger, clock),
+        ledger=ledger,
+        index=index,
+        limits=limit_store,
     )
