@@ -27,8 +27,7 @@ from pydantic import ValidationError
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import queue_specs
-from prme.engine.imports import ImportChunkRefusedError
-from prme.errors import CorruptRecordError
+from prme.errors import CorruptRecordError, ImportChunkRefusedError
 from prme.model.imports import ImportChunkMessage
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -7,8 +7,13 @@ import uuid
 
 import pytest
 
-from prme.engine.imports import ImportChunkRefusedError, chunk_key
-from prme.errors import ConflictError, NotFoundError, StorageUnavailableError
+from prme.engine.imports import chunk_key
+from prme.errors import (
+    ConflictError,
+    ImportChunkRefusedError,
+    NotFoundError,
+    StorageUnavailableError,
+)
 from prme.model.imports import (
     MAX_CHUNK_BYTES,
     BulkImportInput,

@@ -20,6 +20,7 @@ from prme.engine.idempotency import request_digest
 from prme.engine.ingest_fast import ingest_fast
 from prme.errors import (
     ConflictError,
+    ImportChunkRefusedError,
     InvalidRequestError,
     NotFoundError,
     OperationNotServedError,
@@ -55,17 +56,6 @@ _ITEM_MESSAGES = {
     "payload_too_large": "The item is larger than the store accepts",
 }
 _ITEM_MESSAGE = "The item was refused when it was saved"
-
-
-class ImportChunkRefusedError(PrmeError):
-    """A chunk message no job vouches for (unknown job, or a chunk the job does not list
-    with that digest): never retried, never committed. `reason` is safe to log."""
-
-    default_detail = "The import chunk was refused"
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from typing import Any
 
 from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.backends.stored_records import load_record
-from prme.engine.imports import ImportChunkRefusedError
-from prme.errors import ConflictError, CorruptRecordError, PrmeError
+from prme.errors import ConflictError, CorruptRecordError, ImportChunkRefusedError, PrmeError
 from prme.model.imports import ImportChunkMessage, ImportJob
 from prme.model.records import OwnerKey
 
