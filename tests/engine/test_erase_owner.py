@@ -21,6 +21,7 @@ from prme.engine.work_refs import WorkRef
 from prme.errors import (
     AuthenticationError,
     ConflictError,
+    ImportChunkRefusedError,
     IndexUnavailableError,
     InvalidRequestError,
     NotFoundError,
@@ -310,11 +311,23 @@ def test_an_import_submitted_before_the_erasure_saves_nothing_and_a_later_one_sa
     h.engine.submit_import(owner, request)
     (late,) = h.import_queue.sent
     h.clock.advance(seconds=5)
-    h.engine.erase_owner(owner, confirm=owner.owner_id)
+    # The erasure has begun (its record is saved) and has not reached the import job yet.
+    began = OwnerErasure(
+        erasure_id=owner_reference(owner.tenant_id, owner.owner_id),
+        started_at=h.clock.now(),
+        finished_at=None,
+        complete=False,
+        removed=ErasureCounts(),
+    )
+    h.ledger.save_erasure(began, owner.tenant_id, replacing=None)
 
     outcome = h.engine.commit_import_chunk(late)
 
     assert (outcome.accepted, outcome.dropped_for_erasure) == (0, True)
+    h.engine.erase_owner(owner, confirm=owner.owner_id)
+    # Once the job is erased, the chunk is refused outright.
+    with pytest.raises(ImportChunkRefusedError):
+        h.engine.commit_import_chunk(late)
     assert h.engine.get_stats(owner).events == 0
     h.clock.advance(seconds=5)
     h.engine.submit_import(owner, request)
