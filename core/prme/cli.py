@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from prme import cli_limits
+from prme import cli_imports, cli_limits
 from prme.composition import open_backend
 from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
@@ -902,6 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _add_manage_commands(command, sub)
+    cli_imports.add_commands(command, sub)
 
     mcp = command(sub, "mcp", "serve the MCP tools over stdio for one owner")
     mcp.add_argument(
@@ -1007,6 +1008,7 @@ HANDLERS: dict[str, Handler] = {
     "export": _export,
     "import": _import,
     "limits": _limits,
+    "imports": cli_imports.run,
 }
 
 

@@ -208,6 +208,17 @@ class WorkDeferredError(PrmeError):
     default_detail = "Work deferred; a dependency is unavailable"
 
 
+class ImportChunkRefusedError(PrmeError):
+    """A bulk-import chunk no import job vouches for (unknown job, or a chunk the job does not
+    list with that digest): never committed, never retried. `reason` names why, safe to log."""
+
+    default_detail = "The import chunk was refused"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class ValueBindingError(InvalidRequestError):
     """A value binding failed admission (presentation not in the source or indexed text)."""
 

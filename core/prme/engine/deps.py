@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 
 from prme.engine.config import EngineConfig
 from prme.engine.limits import LimitGate
-from prme.ports import Clock, Embedder, Extractor, Ledger, SearchIndex, WorkQueue
+from prme.ports import (
+    Clock,
+    Embedder,
+    Extractor,
+    ImportJobStore,
+    ImportQueue,
+    Ledger,
+    SearchIndex,
+    WorkQueue,
+)
 from prme.retrieval.tokens import TokenCounter
 
 
@@ -35,3 +44,6 @@ class EngineDeps:
     extractor: Extractor = field(default_factory=_default_extractor)
     # Per-tenant limits; None counts nothing (every limit unlimited).
     limits: LimitGate | None = None
+    # Bulk imports (engine/imports.py); a backend without them refuses those operations.
+    imports: ImportJobStore | None = None
+    import_queue: ImportQueue | None = None

@@ -69,10 +69,12 @@ def open_aws(
     """The engine on the AWS adapters. The index adapter checks, before its first write or
     search, that the alias leads to an index made for this embedder's vectors, and refuses
     otherwise (`on_index_refused` hears the reason, e.g. to count it in a metric)."""
+    from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.dynamodb_limits import DynamoDbLimits
     from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
+    from prme.backends.aws.sqs_import_queue import SqsImportQueue
     from prme.backends.aws.sqs_queue import SqsWorkQueue
     from prme.backends.clock import SystemClock
 
@@ -104,6 +106,8 @@ def open_aws(
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or settings.engine,
         limits=LimitGate(limit_store, limit_store, settings.limits, clock),
+        imports=DynamoDbImportJobStore(clients.dynamodb, settings.table_name),
+        import_queue=SqsImportQueue(clients.sqs, specs["ingest"].name),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)

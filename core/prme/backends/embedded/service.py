@@ -8,6 +8,12 @@ from pathlib import Path
 
 from prme.backends.clock import SystemClock
 from prme.backends.embedded.sqlite import Synchronous, private_directory
+from prme.backends.embedded.sqlite_imports import (
+    IMPORTS_FILE,
+    EmbeddedImportQueue,
+    SqliteImportJobStore,
+    SqliteImports,
+)
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.backends.embedded.sqlite_limits import SqliteLimits
@@ -44,12 +50,15 @@ class EmbeddedBackend:
     ledger: SqliteLedger
     index: SqliteVectorIndex
     limits: SqliteLimits | None = None
+    imports: SqliteImports | None = None
 
     def close(self) -> None:
         self.index.close()
         self.ledger.close()
         if self.limits is not None:
             self.limits.close()
+        if self.imports is not None:
+            self.imports.close()
 
 
 def open_embedded(
@@ -74,6 +83,8 @@ def open_embedded(
         embedder = MiniLmEmbedder()
     clock = clock or SystemClock()
     limit_store = SqliteLimits(data_dir / LIMITS_FILE, synchronous=synchronous)
+    imports = SqliteImports(data_dir / IMPORTS_FILE, synchronous=synchronous)
+    import_queue = EmbeddedImportQueue(imports)
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -83,11 +94,16 @@ def open_embedded(
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or EngineConfig(),
         limits=LimitGate(limit_store, limit_store, limits or TenantLimits(), clock),
+        imports=SqliteImportJobStore(imports),
+        import_queue=import_queue,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
     engine = MemoryEngine(deps)
+    import_queue.attach(engine.commit_import_chunk)
     if recover_pending:
+        # Chunks of an import a killed process saved but did not commit.
+        import_queue.drain()
         # Finish what a killed process committed but did not index.
         while deps.ledger.count_pending_work(None):
             report = engine.process_materializations()
@@ -99,4 +115,5 @@ def open_embedded(
         ledger=ledger,
         index=index,
         limits=limit_store,
+        imports=imports,
     )

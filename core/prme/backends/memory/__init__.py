@@ -6,5 +6,13 @@ from prme.backends.memory.fakes import (
     InMemoryLedger,
     RecordingWorkQueue,
 )
+from prme.backends.memory.imports import InMemoryImportJobStore, RecordingImportQueue
 
-__all__ = ["InMemoryCredentialStore", "InMemoryIndex", "InMemoryLedger", "RecordingWorkQueue"]
+__all__ = [
+    "InMemoryCredentialStore",
+    "InMemoryImportJobStore",
+    "InMemoryIndex",
+    "InMemoryLedger",
+    "RecordingImportQueue",
+    "RecordingWorkQueue",
+]
