@@ -1,0 +1,48 @@
+"""Red-team findings on per-tenant limits: writes that pass the stored quota or count twice."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.harness.limits import LimitedApi
+
+
+def used(api: LimitedApi, headers: dict[str, str]) -> dict[str, Any]:
+    report = api.client.get("/v1/limits", headers=headers).json()
+    return {usage["limit"]: usage["used"] for usage in report["limits"]}
+
+
+def test_a_bulk_import_cannot_pass_the_stored_records_quota(limited_api: LimitedApi) -> None:
+    api = limited_api
+    api.set_limits("acme", stored_records=3)
+    items = [{"content": f"bulk note {i} about herons"} for i in range(10)]
+
+    answer = api.client.post("/v1/imports", json={"items": items}, headers=api.alice)
+
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["limit"] == "stored_records"
+    assert api.events("acme", "alice") == 0
+    assert used(api, api.alice)["stored_records"] == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="redteam: an Idempotency-Key replay of a store is counted again against the "
+    "stored quota (admission cannot tell a replay from a write)",
+)
+def test_a_replayed_store_is_not_counted_twice_nor_refused(limited_api: LimitedApi) -> None:
+    api = limited_api
+    api.set_limits("acme", stored_records=1)
+    headers = {**api.alice, "Idempotency-Key": str(uuid.uuid4())}
+    first = api.client.post("/v1/store", json={"content": "I live in Lisbon"}, headers=headers)
+    assert first.status_code == 200
+
+    # The client lost the answer and retries with the same key, as the remote client does.
+    again = api.client.post("/v1/store", json={"content": "I live in Lisbon"}, headers=headers)
+
+    assert again.status_code == 200, again.text
+    assert again.json()["event_id"] == first.json()["event_id"]
+    assert used(api, api.alice)["stored_records"] == 1
