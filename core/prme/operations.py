@@ -436,6 +436,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=imports.BulkImportStatus,
         engine_input=imports.BulkImportInput,
         shape=Shape.WRITE_BODY,
+        limited=Limited.STORE,
     ),
     Operation(
         "get_import",
