@@ -46,3 +46,20 @@ def test_a_replayed_store_is_not_counted_twice_nor_refused(limited_api: LimitedA
     assert again.status_code == 200, again.text
     assert again.json()["event_id"] == first.json()["event_id"]
     assert used(api, api.alice)["stored_records"] == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="redteam: key management (POST/GET/DELETE /v1/keys) is served by the credential "
+    "service, which admission does not wrap: an operator key passes the tenant's rate",
+)
+def test_key_management_counts_against_the_tenants_request_rate(limited_api: LimitedApi) -> None:
+    api = limited_api
+    api.set_limits("acme", requests_per_second=1, burst=2)
+    for _ in range(2):
+        assert api.client.get("/v1/stats", headers=api.alice).status_code == 200
+    assert api.client.get("/v1/stats", headers=api.alice).status_code == 429
+
+    created = api.client.post("/v1/keys", json={"user_id": "dave"}, headers=api.operator)
+
+    assert created.status_code == 429, created.text
