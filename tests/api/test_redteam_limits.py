@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from tests.harness.limits import LimitedApi
+from prme.backends.clock import ManualClock
+from prme.backends.embedded.service import open_embedded
+from prme.embedding.hashing import HashingEmbedder
+from prme.engine.service import MemoryEngine
+from prme.errors import QuotaExceededError
+from prme.http.admission import admitted
+from prme.model.inputs import StoreInput
+from prme.model.limits import TenantLimits
+from prme.model.records import OwnerKey
+from tests.harness.limits import START, LimitedApi
 
 
 def used(api: LimitedApi, headers: dict[str, str]) -> dict[str, Any]:
@@ -63,3 +75,47 @@ def test_key_management_counts_against_the_tenants_request_rate(limited_api: Lim
     created = api.client.post("/v1/keys", json={"user_id": "dave"}, headers=api.operator)
 
     assert created.status_code == 429, created.text
+
+
+class _BothReadFirst:
+    """An engine whose `get_event` returns only once two callers have read the event: two
+    deletes of one memory both see it before either deletes it, as concurrent requests can."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self._engine = engine
+        self._barrier = threading.Barrier(2, timeout=30)
+
+    def get_event(self, owner: OwnerKey, event_id: str) -> Any:
+        event = self._engine.get_event(owner, event_id)
+        self._barrier.wait()
+        return event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="redteam: two concurrent deletes of one memory both release it from the stored "
+    "counts, driving them below the truth; the tenant then stores past its limit",
+)
+def test_concurrent_deletes_of_one_memory_free_it_once(tmp_path: Path) -> None:
+    backend = open_embedded(tmp_path / "data", embedder=HashingEmbedder(), clock=ManualClock(START))
+    try:
+        gate = backend.engine.deps.limits
+        assert gate is not None
+        gate.set_limits("acme", TenantLimits(stored_records=1))
+        engine = admitted(cast(MemoryEngine, _BothReadFirst(backend.engine)))
+        owner = OwnerKey(tenant_id="acme", owner_id="alice")
+        stored = engine.store(owner, StoreInput(content="I live in Lisbon"))
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            deletes = [pool.submit(engine.delete_memory, owner, stored.event_id) for _ in "ab"]
+            for done in deletes:
+                done.result()
+
+        engine.store(owner, StoreInput(content="I work in Porto"))
+        with pytest.raises(QuotaExceededError):
+            engine.store(owner, StoreInput(content="I was born in Faro"))
+    finally:
+        backend.close()
