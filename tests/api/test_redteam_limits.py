@@ -94,11 +94,6 @@ class _BothReadFirst:
         return getattr(self._engine, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: two concurrent deletes of one memory both release it from the stored "
-    "counts, driving them below the truth; the tenant then stores past its limit",
-)
 def test_concurrent_deletes_of_one_memory_free_it_once(tmp_path: Path) -> None:
     backend = open_embedded(tmp_path / "data", embedder=HashingEmbedder(), clock=ManualClock(START))
     try:

@@ -1,34 +1,33 @@
-"""Red-team finding on LimitGate: limits the model accepts but the gate cannot compute."""
+"""Red-team finding on LimitGate: limits the model accepted but the gate could not compute (a
+huge burst over a small rate made a window ending past year 9999, a 500 on every request)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import ValidationError
 
 from prme.backends.clock import ManualClock
 from prme.backends.memory.limit_counters import MemoryTenantLimits, MemoryUsageCounters
 from prme.engine.limits import LimitGate
-from prme.model.limits import Limited, TenantLimits
+from prme.model.limits import MAX_WINDOW_SECONDS, Limited, TenantLimits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: TenantLimits admits a burst up to 10**15, but a window of burst / rate "
-    "seconds past year 9999 raises OverflowError on every request of the tenant (a 500)",
-)
-def test_a_burst_the_model_accepts_never_crashes_admission() -> None:
-    counters = MemoryUsageCounters()
+def test_a_window_longer_than_a_day_is_refused_when_the_limits_are_set() -> None:
+    with pytest.raises(ValidationError, match="window"):
+        TenantLimits(requests_per_second=1, burst=10**12)
+
+
+def test_the_longest_window_allowed_still_admits() -> None:
     gate = LimitGate(
         MemoryTenantLimits(),
-        counters,
+        MemoryUsageCounters(),
         TenantLimits(),
-        ManualClock(datetime(2026, 3, 1, tzinfo=UTC)),
+        ManualClock(datetime(9999, 12, 30, tzinfo=UTC)),
     )
-    # A careless provider: a huge burst over a rate of one a second, values the model allows.
-    gate.set_limits("acme", TenantLimits(requests_per_second=1, burst=10**12))
+    gate.set_limits("acme", TenantLimits(requests_per_second=1, burst=MAX_WINDOW_SECONDS))
 
     gate.admit("acme", Limited.REQUEST)
 
-    report = gate.report("acme")
-    assert report.burst == 10**12
+    assert gate.report("acme").burst == MAX_WINDOW_SECONDS

@@ -49,6 +49,10 @@ class _Window:
     ends_at: datetime
 
 
+# How long a released deletion is remembered: past any retry of the delete that freed it.
+_RELEASE_KEPT = timedelta(days=30)
+
+
 class LimitGate:
     """The one admission check of every counted operation, on any backend."""
 
@@ -110,8 +114,20 @@ class LimitGate:
         elif use is Limited.STORE and stored is not None:
             self._take_stored(tenant_id, limits, stored)
 
-    def release(self, tenant_id: str, amount: StoredAmount) -> None:
-        """Take deleted (or never written) records and bytes off the stored counts."""
+    def release(self, tenant_id: str, amount: StoredAmount, *, once: str | None = None) -> None:
+        """Take deleted (or never written) records and bytes off the stored counts.
+
+        `once` names what freed them (a deletion's journal record): callers that answer the
+        same deletion (concurrent or repeated deletes of one memory) release it only once."""
+        if not (amount.records or amount.bytes):
+            return
+        if once is not None:
+            marker = CounterKey(tenant_id=tenant_id, name=f"released:{once}")
+            first = self._counters.add_within(
+                marker, {COUNT: 1}, {COUNT: 1}, expires_at=self._clock.now() + _RELEASE_KEPT
+            )
+            if first is None:
+                return
         if amount.records or amount.bytes:
             self._counters.add_within(
                 CounterKey(tenant_id=tenant_id, name=STORED),

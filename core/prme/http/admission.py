@@ -74,7 +74,9 @@ class _AdmittingEngine:
         if stored is not None:
             self._gate.release(tenant, _not_written(stored, result))
         if freed is not None:
-            self._gate.release(tenant, freed(result))
+            # A deletion frees its memory once, however many calls answer it.
+            once = getattr(result, "journal_id", None)
+            self._gate.release(tenant, freed(result), once=once if isinstance(once, str) else None)
         return result
 
     def _before_release(self, op: Operation, owner: OwnerKey, args: tuple[Any, ...]) -> Any:

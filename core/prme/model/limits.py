@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from prme.model.inputs import FastIngestInput, SourceInput
 from prme.model.portability import ImportBatch
@@ -42,6 +42,10 @@ class Limited(StrEnum):
     RELEASE = "release"
     # Not counted at all (reading one's own limits must work while throttled).
     EXEMPT = "exempt"
+
+
+# The longest rate window a burst over a rate may make.
+MAX_WINDOW_SECONDS = 86_400
 
 
 class TenantLimits(BaseModel):
@@ -81,6 +85,18 @@ class TenantLimits(BaseModel):
         le=MAX_LIMIT_VALUE,
         description="Retrievals a UTC day; null is unlimited",
     )
+
+    @model_validator(mode="after")
+    def _window_within_a_day(self) -> TenantLimits:
+        # A window is burst / rate seconds long; a huge burst over a small rate would put its
+        # end past the calendar's last year, so no window may pass a day.
+        seconds = self.window_seconds
+        if seconds is not None and seconds > MAX_WINDOW_SECONDS:
+            raise ValueError(
+                f"burst / requests_per_second is a window of {seconds:.0f} seconds; at most "
+                f"{MAX_WINDOW_SECONDS} (one day) is allowed"
+            )
+        return self
 
     @property
     def window_requests(self) -> int | None:
