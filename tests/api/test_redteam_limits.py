@@ -40,11 +40,6 @@ def test_a_bulk_import_cannot_pass_the_stored_records_quota(limited_api: Limited
     assert used(api, api.alice)["stored_records"] == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: an Idempotency-Key replay of a store is counted again against the "
-    "stored quota (admission cannot tell a replay from a write)",
-)
 def test_a_replayed_store_is_not_counted_twice_nor_refused(limited_api: LimitedApi) -> None:
     api = limited_api
     api.set_limits("acme", stored_records=1)

@@ -58,7 +58,7 @@ class _AdmittingEngine:
             return method(*args, **kwargs)
         tenant = owner.tenant_id
         stored = None
-        if op.limited is Limited.STORE:
+        if op.limited is Limited.STORE and not self._replays_a_key(op, owner, kwargs):
             amounts = (stored_amount(value) for value in (*args[1:], *kwargs.values()))
             stored = next((amount for amount in amounts if amount is not None), None)
         self._gate.admit(tenant, op.limited, stored)
@@ -78,6 +78,15 @@ class _AdmittingEngine:
             once = getattr(result, "journal_id", None)
             self._gate.release(tenant, freed(result), once=once if isinstance(once, str) else None)
         return result
+
+    def _replays_a_key(self, op: Operation, owner: OwnerKey, kwargs: dict[str, Any]) -> bool:
+        """Whether the call repeats a write its Idempotency-Key already made: the engine answers
+        it from the saved result (or 409s), so it stores nothing and must not be refused by a
+        quota the first call filled. Import jobs keep their keys apart, in their own store."""
+        key = kwargs.get("idempotency_key")
+        if not isinstance(key, str) or op.name == "submit_import":
+            return False
+        return self._engine.deps.ledger.get_idempotency(owner, op.name, key) is not None
 
     def _before_release(self, op: Operation, owner: OwnerKey, args: tuple[Any, ...]) -> Any:
         """What a deletion will free, read before it runs: a function of its result."""
