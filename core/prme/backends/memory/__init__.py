@@ -6,5 +6,12 @@ from prme.backends.memory.fakes import (
     InMemoryLedger,
     RecordingWorkQueue,
 )
+from prme.backends.memory.upload_store import InMemoryUploadStore
 
-__all__ = ["InMemoryCredentialStore", "InMemoryIndex", "InMemoryLedger", "RecordingWorkQueue"]
+__all__ = [
+    "InMemoryCredentialStore",
+    "InMemoryIndex",
+    "InMemoryLedger",
+    "InMemoryUploadStore",
+    "RecordingWorkQueue",
+]
