@@ -1,18 +1,18 @@
-"""SQS-fed bulk ingestion: each message is one import for one owner, idempotent under redelivery.
+"""SQS-fed bulk imports: each message is one chunk of an import job the API planned.
 
-Message: {"tenant_id", "owner_id", "idempotency_key" (UUID), "body": {"items": [...]}} where
-body has the shape of POST /v1/ingest/fast. Imports larger than one transaction are split
-deterministically. A message that can never be valid goes straight to the dead-letter
-queue with a sanitized reason; one that failed for a passing cause is retried by SQS.
+Message: {"import_id", "tenant_id", "owner_id", "chunk_index", "items": [...]} (see
+`prme.model.imports.ImportChunkMessage`). Nothing in it is believed on its own: the chunk
+commits only when the job stored under its tenant, owner and import id lists that chunk with
+the same digest. A message that can never commit (not a chunk, or one no job vouches for) goes
+straight to the dead-letter queue with a sanitized reason; one that failed for a passing cause
+is retried by SQS, and its redelivery commits nothing twice.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from functools import cache
-from typing import Annotated, Any
-from uuid import UUID
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import (
@@ -23,36 +23,15 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.backends.aws.resources import queue_specs
-from prme.engine.identity import validate_user_id
-from prme.errors import ConflictError, InvalidRequestError
-from prme.model.input_policy import check_name
-from prme.model.inputs import FastIngestItem
-from prme.model.records import OwnerKey
-
-MAX_IMPORT_ITEMS = 10_000
+from prme.engine.imports import ImportChunkRefusedError
+from prme.errors import CorruptRecordError
+from prme.model.imports import ImportChunkMessage
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-
-
-class ImportBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: str | None = None
-    items: list[FastIngestItem] = Field(min_length=1, max_length=MAX_IMPORT_ITEMS)
-
-
-class ImportMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    # The one field no key vouches for: held to the rule of names shown to people.
-    tenant_id: Annotated[str, AfterValidator(check_name)] = Field(min_length=1, max_length=128)
-    owner_id: str = Field(min_length=1, max_length=256)
-    idempotency_key: UUID
-    body: ImportBody
 
 
 @cache
@@ -76,7 +55,7 @@ def _reject(record: SQSRecord, reason: str) -> None:
 @cache
 def _field_names() -> frozenset[str]:
     """Every field name of the message's models, nested ones included."""
-    schema = ImportMessage.model_json_schema()
+    schema = ImportChunkMessage.model_json_schema()
     models = [schema, *schema.get("$defs", {}).values()]
     return frozenset(name for model in models for name in model.get("properties", {}))
 
@@ -95,44 +74,38 @@ def _sanitized(error: ValidationError) -> str:
 
 def record_handler(record: SQSRecord) -> None:
     try:
-        message = ImportMessage.model_validate(json.loads(record.body))
-        validate_user_id(message.owner_id)
-        if message.body.user_id not in (None, message.owner_id):
-            raise InvalidRequestError("user_id differs from owner_id")
+        message = ImportChunkMessage.model_validate(json.loads(record.body))
     except json.JSONDecodeError:
         _reject(record, "invalid_message:not_json")
         return
     except ValidationError as exc:
         _reject(record, _sanitized(exc))
         return
-    except InvalidRequestError:
-        _reject(record, "invalid_message:owner")
-        return
     except (RecursionError, ValueError):
         # Nested past the parser's stack, or an integer of thousands of digits: as invalid
         # as broken JSON, so parked now rather than failing on every redelivery.
         _reject(record, "invalid_message:json_limits")
         return
-    owner = OwnerKey(tenant_id=message.tenant_id, owner_id=message.owner_id)
-    sent_ms = int(record.attributes.sent_timestamp)
     try:
-        result = backend().engine.ingest_import(
-            owner,
-            message.body.items,
-            idempotency_key=str(message.idempotency_key),
-            sent_at=datetime.fromtimestamp(sent_ms / 1000, tz=UTC),
-        )
-    except ConflictError:
-        # The key already wrote other items, or memories it wrote were deleted since: no
-        # redelivery can succeed, and writing them again would undo the owner's delete.
-        _reject(record, "idempotency_conflict")
+        outcome = backend().engine.commit_import_chunk(message)
+    except ImportChunkRefusedError as exc:
+        # No job of the service lists this chunk: whoever sent it, it is not committed.
+        _reject(record, f"refused:{exc.reason}")
         return
-    if result.dropped_for_erasure:
+    except CorruptRecordError:
+        _reject(record, "refused:unreadable_import")
+        return
+    if outcome.dropped_for_erasure:
         # Acknowledged, not failed: redelivering it would only drop it again.
-        logger.info("import dropped: its owner was erased after it was sent")
+        logger.info("import chunk dropped: its owner was erased after the import began")
         metrics.add_metric(name="ImportsDroppedForErasure", unit=MetricUnit.Count, value=1)
         return
-    metrics.add_metric(name="EventsImported", unit=MetricUnit.Count, value=result.accepted)
+    if outcome.replayed:
+        metrics.add_metric(name="ImportChunksReplayed", unit=MetricUnit.Count, value=1)
+        return
+    metrics.add_metric(name="EventsImported", unit=MetricUnit.Count, value=outcome.accepted)
+    if outcome.failed:
+        metrics.add_metric(name="ImportItemsFailed", unit=MetricUnit.Count, value=outcome.failed)
 
 
 @logger.inject_lambda_context

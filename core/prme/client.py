@@ -39,7 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import judgment_schemas, schemas
-from prme.model import erasure, feedback, listings, portability, quantities
+from prme.model import erasure, feedback, imports, listings, portability, quantities
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
 from prme.model.quantities import QuantityAggregationQuery
@@ -572,6 +572,25 @@ class _Calls:
             local=lambda at: at.engine.aggregate_quantities_text(at.owner, body.question),
         )
 
+    # -- bulk imports --
+
+    def submit_import(
+        self,
+        items: Sequence[dict[str, Any]],
+        *,
+        user_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Call[imports.BulkImportStatus]:
+        """A local client commits the chunks before it returns; a remote one returns while
+        workers commit them: poll get_import until the status is completed."""
+        body = _validated(schemas.BulkImportRequest, {"items": list(items), "user_id": user_id})
+        return Call("submit_import", user_id, body=body, idempotency_key=idempotency_key)
+
+    def get_import(
+        self, import_id: str, *, user_id: str | None = None
+    ) -> Call[imports.BulkImportStatus]:
+        return Call("get_import", user_id, {"import_id": import_id})
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -797,6 +816,8 @@ class MemoryClient:
     get_node_edges = _blocking(_Calls.get_node_edges)
     aggregate_quantities = _blocking(_Calls.aggregate_quantities)
     aggregate_quantities_text = _blocking(_Calls.aggregate_quantities_text)
+    submit_import = _blocking(_Calls.submit_import)
+    get_import = _blocking(_Calls.get_import)
 
 
 class AsyncMemoryClient:
@@ -936,3 +957,5 @@ class AsyncMemoryClient:
     get_node_edges = _awaitable(_Calls.get_node_edges)
     aggregate_quantities = _awaitable(_Calls.aggregate_quantities)
     aggregate_quantities_text = _awaitable(_Calls.aggregate_quantities_text)
+    submit_import = _awaitable(_Calls.submit_import)
+    get_import = _awaitable(_Calls.get_import)

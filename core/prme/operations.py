@@ -23,7 +23,16 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 
 from prme.http import judgment_schemas, schemas
-from prme.model import bindings, erasure, feedback, inputs, listings, portability, quantities
+from prme.model import (
+    bindings,
+    erasure,
+    feedback,
+    imports,
+    inputs,
+    listings,
+    portability,
+    quantities,
+)
 from prme.retrieval import receipts
 
 
@@ -106,6 +115,7 @@ ID_DESCRIPTIONS: Mapping[str, str] = {
     "citation_id": "An answer-citation record's UUID",
     "proposal_operation_id": "An alias proposal's id, as listed",
     "key_id": "An API key's id, as listed (not its secret)",
+    "import_id": "A bulk import's id, as returned when it was submitted",
 }
 
 IDEMPOTENCY_KEY_DESCRIPTION = (
@@ -124,6 +134,8 @@ class HttpRoute:
     # Whether the route takes an Idempotency-Key header (a remote client sends one it makes
     # when the caller gives none, and repeats it on every retry).
     idempotency_key: bool = False
+    # The status of a successful answer (202: accepted, carried on by workers).
+    status: int = 200
 
 
 # Which MCP tools a server lists: the small set a model needs (`default`), or every tool.
@@ -397,6 +409,32 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.ImportRequest,
         response=portability.ImportReport,
+    ),
+    Operation(
+        "submit_import",
+        Capability.MEMORIES,
+        "Start a bulk import of raw sources",
+        "Accept a batch of raw sources (the items of a fast ingest, many more of them) as an "
+        "import job, checked whole first: a bad item is refused and nothing is written. The "
+        "items are split into chunks that workers commit, each in one transaction and never "
+        "twice; follow the job with GET /v1/imports/{import_id} until it is completed, then "
+        "process materializations to make the sources searchable.",
+        http=HttpRoute("POST", "/v1/imports", Errors.WRITE, idempotency_key=True, status=202),
+        request=schemas.BulkImportRequest,
+        response=imports.BulkImportStatus,
+        engine_input=imports.BulkImportInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "get_import",
+        Capability.MEMORIES,
+        "Progress of a bulk import",
+        "An import's status, its chunks done of total, the items saved and failed, and why "
+        "items failed (by item index, never their content).",
+        http=HttpRoute("GET", "/v1/imports/{import_id}", Errors.READ),
+        request=None,
+        response=imports.BulkImportStatus,
+        shape=Shape.READ_ONE,
     ),
     Operation(
         "erase_owner",
@@ -775,10 +813,11 @@ OPERATIONS: tuple[Operation, ...] = (
         caller=Caller.OPERATOR,
     ),
     Operation(
-        "ingest_import",
+        "commit_import_chunk",
         Capability.OPERATOR,
-        "Save one bulk-import batch",
-        "Save one batch of a bulk import (the ingest queue's consumer) under its import key.",
+        "Commit one chunk of a bulk import",
+        "Commit one chunk of a bulk import (the import queue's consumer), when the import's "
+        "job lists that chunk with the same digest, and count it in the job once.",
         caller=Caller.OPERATOR,
         client=False,
     ),

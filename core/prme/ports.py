@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from prme.model.enums import LifecycleState, NodeType, WorkFamily
 from prme.model.erasure import OwnerErasure
 from prme.model.extraction import Extraction
+from prme.model.imports import ImportChunkMessage, ImportJob
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -333,4 +334,28 @@ class UploadStore(Protocol):
 
     def delete_upload(self, owner: OwnerKey, import_id: str) -> None:
         """Remove the upload; one already gone is no error."""
+        ...
+
+
+class ImportJobStore(Protocol):
+    """Bulk-import job records, one per (tenant, owner, import id)."""
+
+    def create_import(self, job: ImportJob) -> None:
+        """Save a new job; ConflictError when the owner already has a job of that id."""
+        ...
+
+    def get_import(self, owner: OwnerKey, import_id: str) -> ImportJob | None: ...
+
+    def save_import(self, job: ImportJob, *, replacing: ImportJob) -> None:
+        """Replace the stored job by `job`; ConflictError when the stored one is no longer
+        `replacing` (another writer saved progress first: read again and redo)."""
+        ...
+
+
+class ImportQueue(Protocol):
+    """Where an import's planned chunks go to be committed; sending one again is harmless."""
+
+    def send_chunks(self, chunks: Sequence[ImportChunkMessage]) -> None:
+        """Hand over every chunk or raise (StorageUnavailableError): a caller that sees the
+        error sends again, and chunks already committed are skipped by their digest."""
         ...

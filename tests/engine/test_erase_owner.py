@@ -29,6 +29,7 @@ from prme.model.aliases import AliasDecision
 from prme.model.enums import CredentialRole
 from prme.model.erasure import ErasureCounts, OwnerErasure, owner_reference
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
+from prme.model.imports import BulkImportInput
 from prme.model.inputs import (
     FastIngestInput,
     FastIngestItem,
@@ -299,34 +300,30 @@ def test_queued_work_of_an_erased_owner_is_dropped_without_error(any_backend: Ha
     assert _mentions(h, owner.owner_id) == []
 
 
-def test_an_import_sent_before_the_erasure_saves_nothing_and_a_later_one_saves(
+def test_an_import_submitted_before_the_erasure_saves_nothing_and_a_later_one_saves(
     harness: Harness,
 ) -> None:
     h = harness
     owner = _owner()
     fill(h, owner, _marker())
-    sent_before = h.clock.now()
+    request = BulkImportInput(items=[FastIngestItem(content="An import queued before the erasure")])
+    h.engine.submit_import(owner, request)
+    (late,) = h.import_queue.sent
     h.clock.advance(seconds=5)
     h.engine.erase_owner(owner, confirm=owner.owner_id)
-    items = [FastIngestItem(content="An import queued before the erasure")]
 
-    late = h.engine.ingest_import(
-        owner, items, idempotency_key=str(uuid.uuid4()), sent_at=sent_before
-    )
+    outcome = h.engine.commit_import_chunk(late)
 
-    assert (late.accepted, late.dropped_for_erasure) == (0, True)
+    assert (outcome.accepted, outcome.dropped_for_erasure) == (0, True)
     assert h.engine.get_stats(owner).events == 0
     h.clock.advance(seconds=5)
-    after = h.engine.ingest_import(
-        owner, items, idempotency_key=str(uuid.uuid4()), sent_at=h.clock.now()
-    )
+    h.engine.submit_import(owner, request)
+    after = h.engine.commit_import_chunk(h.import_queue.sent[-1])
     assert (after.accepted, after.dropped_for_erasure) == (1, False)
     # A user never erased imports as before.
     other = _owner()
-    kept = h.engine.ingest_import(
-        other, items, idempotency_key=str(uuid.uuid4()), sent_at=sent_before
-    )
-    assert kept.accepted == 1
+    h.engine.submit_import(other, request)
+    assert h.engine.commit_import_chunk(h.import_queue.sent[-1]).accepted == 1
 
 
 # Threads only on the two backends whose transactions are atomic across threads here: moto

@@ -143,10 +143,13 @@ def aws_harness(
 
     Writes are searchable at once unless `refresh_on_write` is off, as the stack deploys it
     (tests/backends/test_deployed_refresh.py)."""
+    from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.opensearch_index import OpenSearchIndex
+    from prme.backends.memory import RecordingImportQueue
 
     ledger = DynamoDbLedger(dynamodb, table)
+    import_queue = RecordingImportQueue()
     index = OpenSearchIndex(opensearch, alias, refresh_on_write=refresh_on_write)
     queue, clock, embedder = RecordingWorkQueue(), ManualClock(), HashingEmbedder()
     deps = EngineDeps(
@@ -157,6 +160,8 @@ def aws_harness(
         clock=clock,
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
+        imports=DynamoDbImportJobStore(dynamodb, table),
+        import_queue=import_queue,
     )
     return Harness(
         MemoryEngine(deps),
@@ -167,4 +172,5 @@ def aws_harness(
         embedder,
         ledger,
         lambda: scan_aws(dynamodb, table, opensearch, alias),
+        import_queue,
     )

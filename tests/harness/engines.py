@@ -11,8 +11,10 @@ from prme.backends.clock import ManualClock
 from prme.backends.embedded.service import open_embedded
 from prme.backends.memory import (
     InMemoryCredentialStore,
+    InMemoryImportJobStore,
     InMemoryIndex,
     InMemoryLedger,
+    RecordingImportQueue,
     RecordingWorkQueue,
 )
 from prme.embedding.hashing import HashingEmbedder
@@ -42,6 +44,8 @@ class Harness:
     # The API keys beside this ledger, and every stored record as text read from the stores.
     credentials: CredentialStore = field(default_factory=InMemoryCredentialStore)
     scan_stores: Callable[[], list[str]] = field(default=list)
+    # The chunks of bulk imports, as sent: tests deliver them to the engine (again).
+    import_queue: RecordingImportQueue = field(default_factory=RecordingImportQueue)
 
 
 def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None = None) -> Harness:
@@ -53,6 +57,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         ManualClock(),
     )
     embedder = embedder or HashingEmbedder()
+    import_queue = RecordingImportQueue()
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -61,6 +66,8 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         clock=clock,
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
+        imports=InMemoryImportJobStore(),
+        import_queue=import_queue,
     )
     return Harness(
         MemoryEngine(deps),
@@ -71,6 +78,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         embedder,
         credentials,
         lambda: scan_memory(ledger, index),
+        import_queue,
     )
 
 
@@ -83,6 +91,7 @@ def embedded_harness(
         data_dir, embedder=embedder, clock=clock, token_counter=TOKEN_COUNTER, config=config
     )
     queue = RecordingWorkQueue()
+    import_queue = RecordingImportQueue()
     deps = EngineDeps(
         ledger=backend.ledger,
         index=backend.index,
@@ -91,6 +100,8 @@ def embedded_harness(
         clock=clock,
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
+        imports=backend.engine.deps.imports,
+        import_queue=import_queue,
     )
     return Harness(
         MemoryEngine(deps),
@@ -101,4 +112,5 @@ def embedded_harness(
         embedder,
         backend.ledger,
         lambda: scan_sqlite(data_dir),
+        import_queue,
     )

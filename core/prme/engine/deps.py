@@ -7,7 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prme.engine.config import EngineConfig
-from prme.ports import Clock, Embedder, Extractor, Ledger, SearchIndex, WorkQueue
+from prme.ports import (
+    Clock,
+    Embedder,
+    Extractor,
+    ImportJobStore,
+    ImportQueue,
+    Ledger,
+    SearchIndex,
+    WorkQueue,
+)
 from prme.retrieval.tokens import TokenCounter
 
 
@@ -32,3 +41,6 @@ class EngineDeps:
     config: EngineConfig = field(default_factory=EngineConfig)
     ids: Callable[[], str] = new_id
     extractor: Extractor = field(default_factory=_default_extractor)
+    # Bulk imports (engine/imports.py); a backend without them refuses those operations.
+    imports: ImportJobStore | None = None
+    import_queue: ImportQueue | None = None

@@ -7,13 +7,10 @@ callers drive until nothing is pending.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from prme.engine.deps import EngineDeps
-from prme.engine.erase import erasure_began_after
 from prme.engine.idempotency import (
     commit_or_replay,
     key_binding,
@@ -24,7 +21,7 @@ from prme.engine.idempotency import (
 from prme.engine.nodes import new_event
 from prme.errors import PrmeError
 from prme.model.enums import WorkKind
-from prme.model.inputs import MAX_FAST_INGEST_ITEMS, FastIngestInput, FastIngestItem
+from prme.model.inputs import FastIngestInput
 from prme.model.records import IngestCommit, JournalRecord, OwnerKey, WorkItem
 
 FAST_INGEST_OPERATION = "ingest_fast"
@@ -117,28 +114,3 @@ def ingest_fast(
         deps.queue.enqueue(list(commit.work))
     ids = [e.id for e in commit.events]
     return FastIngestResult(event_ids=ids, accepted=len(ids))
-
-
-def ingest_import(
-    deps: EngineDeps,
-    owner: OwnerKey,
-    items: list[FastIngestItem],
-    idempotency_key: str,
-    *,
-    sent_at: datetime | None = None,
-) -> FastIngestResult:
-    """A batch of any size (the SQS import path): split into transaction-sized chunks.
-
-    The split is deterministic and each chunk's key derives from the import's key, so a
-    redelivered import replays every chunk that already committed and finishes the rest.
-    An import sent (`sent_at`, the queue's own time) before an erasure of its owner began
-    saves nothing: the erasure was asked after it, and must not be undone by it.
-    """
-    if sent_at is not None and erasure_began_after(deps, owner, sent_at):
-        return FastIngestResult(event_ids=[], accepted=0, dropped_for_erasure=True)
-    event_ids: list[str] = []
-    for index, start in enumerate(range(0, len(items), MAX_FAST_INGEST_ITEMS)):
-        chunk = FastIngestInput(items=items[start : start + MAX_FAST_INGEST_ITEMS])
-        chunk_key = str(uuid.uuid5(uuid.UUID(idempotency_key), f"chunk-{index}"))
-        event_ids.extend(ingest_fast(deps, owner, chunk, chunk_key).event_ids)
-    return FastIngestResult(event_ids=event_ids, accepted=len(event_ids))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from prme.engine import (
@@ -11,6 +10,7 @@ from prme.engine import (
     erase,
     expiry,
     feedback,
+    imports,
     ingest,
     ingest_fast,
     lifecycle,
@@ -44,9 +44,9 @@ from prme.model.feedback import (
     RelevanceRecord,
     ReplayReport,
 )
+from prme.model.imports import BulkImportInput, ImportChunkMessage, ImportJob
 from prme.model.inputs import (
     FastIngestInput,
-    FastIngestItem,
     IngestInput,
     RetrieveInput,
     StoreInput,
@@ -76,16 +76,6 @@ class MemoryEngine:
         self, owner: OwnerKey, request: FastIngestInput, *, idempotency_key: str | None = None
     ) -> FastIngestResult:
         return ingest_fast.ingest_fast(self.deps, owner, request, idempotency_key)
-
-    def ingest_import(
-        self,
-        owner: OwnerKey,
-        items: list[FastIngestItem],
-        *,
-        idempotency_key: str,
-        sent_at: datetime | None = None,
-    ) -> FastIngestResult:
-        return ingest_fast.ingest_import(self.deps, owner, items, idempotency_key, sent_at=sent_at)
 
     def ingest(
         self, owner: OwnerKey, request: IngestInput, *, idempotency_key: str | None = None
@@ -324,3 +314,16 @@ class MemoryEngine:
 
     def aggregate_quantities_text(self, owner: OwnerKey, question: str) -> QuantityQuestionAnswer:
         return quantities.aggregate_text(self.deps, owner, question)
+
+    # -- bulk imports (engine/imports.py) --
+
+    def submit_import(
+        self, owner: OwnerKey, request: BulkImportInput, *, idempotency_key: str | None = None
+    ) -> ImportJob:
+        return imports.submit_import(self.deps, owner, request, idempotency_key)
+
+    def get_import(self, owner: OwnerKey, import_id: str) -> ImportJob:
+        return imports.get_import(self.deps, owner, import_id)
+
+    def commit_import_chunk(self, message: ImportChunkMessage) -> imports.ChunkOutcome:
+        return imports.commit_import_chunk(self.deps, message)

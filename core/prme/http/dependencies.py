@@ -142,6 +142,7 @@ def served(app: FastAPI, name: str) -> Callable[[_Endpoint], _Endpoint]:
             tags=[operation.capability.value],
             operation_id=operation.name,
             name=operation.name,
+            status_code=route.status,
         )
         return endpoint
 

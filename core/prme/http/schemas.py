@@ -12,6 +12,7 @@ from prme.engine import manage
 from prme.engine.work_dispatch import ProcessingReport
 from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import CredentialRole, LifecycleState, NodeType, ProcessingStatus, Role, Scope
+from prme.model.imports import BulkImportInput
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
 from prme.model.listings import EventFilter, EventPage, NodeFilter, NodePage
 from prme.model.portability import ImportBatch
@@ -510,5 +511,13 @@ class IssuedKeyResponse(KeyResponse):
 
 class ImportRequest(ImportBatch):
     """POST /v1/import: a batch of an export file's records, for the owner of the call."""
+
+    user_id: str | None = USER_ID
+
+
+class BulkImportRequest(BulkImportInput):
+    """POST /v1/imports: a bulk import of raw sources for one owner, committed in chunks."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [FAST_INGEST_EXAMPLE]})
 
     user_id: str | None = USER_ID

@@ -68,9 +68,11 @@ def open_aws(
     """The engine on the AWS adapters. The index adapter checks, before its first write or
     search, that the alias leads to an index made for this embedder's vectors, and refuses
     otherwise (`on_index_refused` hears the reason, e.g. to count it in a metric)."""
+    from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
+    from prme.backends.aws.sqs_import_queue import SqsImportQueue
     from prme.backends.aws.sqs_queue import SqsWorkQueue
     from prme.backends.clock import SystemClock
 
@@ -80,7 +82,7 @@ def open_aws(
     specs = queue_specs(settings.queue_prefix)
     queue_urls = {
         family: clients.sqs.get_queue_url(QueueName=specs[family].name)["QueueUrl"]
-        for family in ("materialize", "extract")
+        for family in ("materialize", "extract", "ingest")
     }
     deps = EngineDeps(
         ledger=ledger,
@@ -95,11 +97,15 @@ def open_aws(
             expected=VectorShape.expected(embedder.model.dimension),
             on_refused=on_index_refused,
         ),
-        queue=SqsWorkQueue(clients.sqs, queue_urls),
+        queue=SqsWorkQueue(
+            clients.sqs, {family: queue_urls[family] for family in ("materialize", "extract")}
+        ),
         embedder=embedder,
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or settings.engine,
+        imports=DynamoDbImportJobStore(clients.dynamodb, settings.table_name),
+        import_queue=SqsImportQueue(clients.sqs, queue_urls["ingest"]),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)

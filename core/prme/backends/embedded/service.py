@@ -8,6 +8,12 @@ from pathlib import Path
 
 from prme.backends.clock import SystemClock
 from prme.backends.embedded.sqlite import Synchronous, private_directory
+from prme.backends.embedded.sqlite_imports import (
+    IMPORTS_FILE,
+    EmbeddedImportQueue,
+    SqliteImportJobStore,
+    SqliteImports,
+)
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.engine.config import EngineConfig
@@ -38,10 +44,13 @@ class EmbeddedBackend:
     credentials: CredentialService
     ledger: SqliteLedger
     index: SqliteVectorIndex
+    imports: SqliteImports | None = None
 
     def close(self) -> None:
         self.index.close()
         self.ledger.close()
+        if self.imports is not None:
+            self.imports.close()
 
 
 def open_embedded(
@@ -64,6 +73,8 @@ def open_embedded(
 
         embedder = MiniLmEmbedder()
     clock = clock or SystemClock()
+    imports = SqliteImports(data_dir / IMPORTS_FILE, synchronous=synchronous)
+    import_queue = EmbeddedImportQueue(imports)
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -72,16 +83,25 @@ def open_embedded(
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or EngineConfig(),
+        imports=SqliteImportJobStore(imports),
+        import_queue=import_queue,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
     engine = MemoryEngine(deps)
+    import_queue.attach(engine.commit_import_chunk)
     if recover_pending:
+        # Chunks of an import a killed process saved but did not commit.
+        import_queue.drain()
         # Finish what a killed process committed but did not index.
         while deps.ledger.count_pending_work(None):
             report = engine.process_materializations()
             if report.processed == 0:
                 break
     return EmbeddedBackend(
-        engine=engine, credentials=CredentialService(ledger, clock), ledger=ledger, index=index
+        engine=engine,
+        credentials=CredentialService(ledger, clock),
+        ledger=ledger,
+        index=index,
+        imports=imports,
     )
