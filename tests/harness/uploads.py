@@ -76,8 +76,8 @@ def _outcome(run: Callable[[], None]) -> Outcome:
     return "stored"
 
 
-def memory_uploads() -> UploadBackend:
-    clock = ManualClock()
+def memory_uploads(clock: ManualClock | None = None) -> UploadBackend:
+    clock = clock or ManualClock()
     store = InMemoryUploadStore(clock)
 
     def send(owner: OwnerKey, import_id: str, _target: UploadTarget, data: bytes) -> Outcome:
@@ -86,8 +86,8 @@ def memory_uploads() -> UploadBackend:
     return UploadBackend(store, clock, send, refuses_other_sizes=True)
 
 
-def embedded_uploads(root: Path) -> UploadBackend:
-    clock = ManualClock()
+def embedded_uploads(root: Path, clock: ManualClock | None = None) -> UploadBackend:
+    clock = clock or ManualClock()
     store = LocalUploadStore(root, clock)
 
     def send(owner: OwnerKey, import_id: str, _target: UploadTarget, data: bytes) -> Outcome:
@@ -103,10 +103,10 @@ def embedded_uploads(root: Path) -> UploadBackend:
     return UploadBackend(store, clock, send, refuses_other_sizes=True)
 
 
-def s3_uploads(client: Any, bucket: str) -> UploadBackend:
+def s3_uploads(client: Any, bucket: str, clock: ManualClock | None = None) -> UploadBackend:
     from prme.backends.aws.s3_upload_store import S3UploadStore
 
-    clock = ManualClock()
+    clock = clock or ManualClock()
     store = S3UploadStore(client, bucket, clock)
 
     def send(_owner: OwnerKey, _import_id: str, target: UploadTarget, data: bytes) -> Outcome:

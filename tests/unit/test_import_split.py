@@ -17,6 +17,7 @@ from prme.engine.import_split import (
     split_upload,
 )
 from prme.errors import BadRequestError
+from prme.model.imports import chunk_digest, item_bytes
 
 SECRET = "s3cr3t-payload"
 
@@ -206,3 +207,33 @@ def test_the_split_is_the_same_whatever_the_block_size() -> None:
 def test_limits_that_cannot_hold_a_line_are_refused() -> None:
     with pytest.raises(ValueError, match="a line must fit a chunk"):
         SplitLimits(max_bytes=1_000, max_line_bytes=2_000)
+
+
+def test_chunks_fit_an_import_message_and_say_which_items_they_hold() -> None:
+    big = {"pad": "\u00e9" * 4_000}  # 8 KB as UTF-8 JSON, as the import's messages weigh it
+    lines = [item_line(i, metadata=big) for i in range(40)]
+    lines.insert(5, b"not json\n")
+    lines.insert(9, b"\n")
+    data = b"".join(lines)
+    limits = SplitLimits(max_item_bytes=50_000)
+
+    result = split(data, limits)
+
+    for chunk in result.chunks:
+        items = chunk_items(data[chunk.start : chunk.end], chunk)
+        assert sum(item_bytes(item) + 1 for item in items) <= 50_000
+        assert chunk.items_sha256 == chunk_digest(items)
+    # Item positions count every non-blank line, the bad one too; the blank line none.
+    firsts = [c.first_item for c in result.chunks]
+    assert firsts[:3] == [0, 6, 12]  # 5 items, the bad line, then 6 a chunk (8 KB each)
+    assert [p.line for p in result.problems] == [6]
+    assert sum(c.items for c in result.chunks) == 40
+
+
+def test_an_item_too_large_for_one_message_is_a_problem_of_its_line() -> None:
+    data = item_line(0) + item_line(1, metadata={"pad": "x" * 10_000}) + item_line(2)
+
+    result = split(data, SplitLimits(max_item_bytes=5_000))
+
+    assert [(p.line, p.reason) for p in result.problems] == [(2, "item_too_large")]
+    assert contents(data, result) == ["memory number 0", "memory number 2"]

@@ -1,11 +1,12 @@
 """Splitting an uploaded NDJSON file (one fast-ingest item per line) into import chunks.
 
 The file is read through a byte-range reader in bounded blocks, never whole. Each chunk is a
-byte range of consecutive valid lines (blank lines may sit between them) with at most
-`max_items` items and `max_bytes` bytes and the SHA-256 of its bytes, so a chunk message
-names a range instead of carrying items, and the consumer that reads the range back
-(`chunk_items`) parses exactly what was split or refuses a file changed since. Every other
-line is a `LineProblem`: its number and a reason that never quotes the line.
+byte range of consecutive valid lines (blank lines may sit between them) that fits one
+import chunk (`prme.model.imports`: at most `MAX_FAST_INGEST_ITEMS` items, `MAX_CHUNK_BYTES`
+as JSON), with the SHA-256 of its bytes and the digest the import job records for its
+items. Reading the range back (`chunk_items`) gives exactly the items split, or refuses a file
+changed since. Every other line is a `LineProblem`: its number and a reason that never quotes
+the line.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from prme.errors import BadRequestError
+from prme.model.imports import MAX_CHUNK_BYTES, chunk_digest, item_bytes
 from prme.model.input_policy import MAX_BODY_DEPTH, InputPolicyError, check_json_value
 from prme.model.inputs import MAX_FAST_INGEST_ITEMS, FastIngestItem
 
 # Reads bytes [start, end) of the file: `UploadStore.read_range` bound to one upload.
 RangeReader = Callable[[int, int], bytes]
 
-ProblemReason = Literal["not_utf8", "not_json", "json_limits", "invalid_item", "line_too_long"]
+ProblemReason = Literal[
+    "not_utf8", "not_json", "json_limits", "invalid_item", "line_too_long", "item_too_large"
+]
 
 _BOM = b"\xef\xbb\xbf"
 _BLANK = b" \t\r"
@@ -38,8 +42,11 @@ _MAX_HELD_BLANK_BYTES = 64 * 1024
 class SplitLimits:
     """How large a chunk and a line may be, and how many bad lines end a split."""
 
-    # One chunk is committed as one fast-ingest transaction.
+    # One chunk is committed as one fast-ingest transaction and travels as one message.
     max_items: int = MAX_FAST_INGEST_ITEMS
+    # The chunk's items as the message carries them (`item_bytes` plus a comma each).
+    max_item_bytes: int = MAX_CHUNK_BYTES
+    # The chunk's range in the file, as read back in one request.
     max_bytes: int = 4 * 1024 * 1024
     # Any item the schema admits fits (100,000 characters of content, six bytes each at
     # worst as JSON escapes, and 16 KiB of metadata); a longer line is refused unread.
@@ -57,32 +64,39 @@ class SplitLimits:
 
 @dataclass(frozen=True)
 class LineProblem:
-    """A line that is not an item; `detail` locates the fault by field names only."""
+    """A line that is not an item; `detail` locates the fault by field names only. `item` is
+    the line's item position (non-blank lines before it)."""
 
     line: int
     reason: ProblemReason
     detail: str
+    item: int = 0
 
 
 @dataclass(frozen=True)
-class ImportChunk:
-    """Bytes [start, end) of the file: lines first_line..last_line holding `items` items."""
+class UploadChunk:
+    """Bytes [start, end) of the file: lines first_line..last_line holding `items` items,
+    the import's items `first_item` onwards (every non-blank line is an item position, a bad
+    one included). `sha256` digests the bytes, `items_sha256` the items as the job records."""
 
     index: int
     start: int
     end: int
     first_line: int
     last_line: int
+    first_item: int
     items: int
     sha256: str
+    items_sha256: str
 
 
 @dataclass
 class ImportSplit:
     """What a split found: chunks in file order, bad lines, and the counts."""
 
-    chunks: list[ImportChunk] = field(default_factory=list)
+    chunks: list[UploadChunk] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
+    # Non-blank lines: the import's item positions, bad lines included.
     lines: int = 0
     blank_lines: int = 0
     # True when the split stopped at `max_problems` bad lines; the chunks then stop there too.
@@ -195,34 +209,43 @@ class _ChunkBuilder:
     """The chunk being filled: consecutive lines, with the blank lines since its last item
     held back until another item joins (or the chunk closes without them)."""
 
-    def __init__(self, limits: SplitLimits, out: list[ImportChunk]) -> None:
+    def __init__(self, limits: SplitLimits, out: list[UploadChunk]) -> None:
         self._limits = limits
         self._out = out
         self._reset()
 
     def _reset(self) -> None:
-        self._start = self._end = self._first = self._last = self._items = 0
+        self._start = self._end = self._first = self._last = self._position = 0
+        self._held: list[FastIngestItem] = []
+        self._weight = 0
         self._digest = hashlib.sha256()
         self._blank: list[bytes] = []
         self._blank_bytes = 0
 
-    def add_item(self, line: _Line, raw: bytes) -> None:
-        if self._items:
-            grown = line.end - self._start
-            if self._items >= self._limits.max_items or grown > self._limits.max_bytes:
+    def add_item(
+        self, line: _Line, raw: bytes, item: FastIngestItem, weight: int, position: int
+    ) -> None:
+        if self._held:
+            limits = self._limits
+            if (
+                len(self._held) >= limits.max_items
+                or line.end - self._start > limits.max_bytes
+                or self._weight + weight > limits.max_item_bytes
+            ):
                 self.close()
-        if not self._items:
-            self._start, self._first = line.start, line.number
+        if not self._held:
+            self._start, self._first, self._position = line.start, line.number, position
         else:
             for blank in self._blank:
                 self._digest.update(blank)
         self._blank, self._blank_bytes = [], 0
         self._digest.update(raw)
         self._end, self._last = line.end, line.number
-        self._items += 1
+        self._held.append(item)
+        self._weight += weight
 
     def add_blank(self, raw: bytes) -> None:
-        if not self._items:
+        if not self._held:
             return
         self._blank_bytes += len(raw)
         if self._blank_bytes > _MAX_HELD_BLANK_BYTES:
@@ -231,16 +254,18 @@ class _ChunkBuilder:
         self._blank.append(raw)
 
     def close(self) -> None:
-        if self._items:
+        if self._held:
             self._out.append(
-                ImportChunk(
+                UploadChunk(
                     index=len(self._out),
                     start=self._start,
                     end=self._end,
                     first_line=self._first,
                     last_line=self._last,
-                    items=self._items,
+                    first_item=self._position,
+                    items=len(self._held),
                     sha256=self._digest.hexdigest(),
+                    items_sha256=chunk_digest(self._held),
                 )
             )
         self._reset()
@@ -265,14 +290,24 @@ def split_upload(size: int, read: RangeReader, limits: SplitLimits | None = None
         else:
             parsed = parse_line(_line_text(line.raw))
         if isinstance(parsed, FastIngestItem):
-            builder.add_item(line, line.raw or b"")
-            continue
+            # As the import's own split weighs an item: its JSON and a comma.
+            weight = item_bytes(parsed) + 1
+            if weight <= limits.max_item_bytes:
+                builder.add_item(line, line.raw or b"", parsed, weight, split.lines - 1)
+                continue
+            parsed = LineProblem(
+                0,
+                "item_too_large",
+                f"the item is larger than {limits.max_item_bytes} bytes as JSON",
+            )
         # A bad line ends the chunk: a chunk's range holds no byte of one.
         builder.close()
         if len(split.problems) >= limits.max_problems:
             split.abandoned = True
             return split
-        split.problems.append(LineProblem(line.number, parsed.reason, parsed.detail))
+        split.problems.append(
+            LineProblem(line.number, parsed.reason, parsed.detail, item=split.lines - 1)
+        )
     builder.close()
     return split
 
@@ -283,7 +318,7 @@ def _line_text(raw: bytes) -> bytes:
     return text[:-1] if text.endswith(b"\r") else text
 
 
-def chunk_items(data: bytes, chunk: ImportChunk) -> list[FastIngestItem]:
+def chunk_items(data: bytes, chunk: UploadChunk) -> list[FastIngestItem]:
     """The items of a chunk from the bytes of its range, exactly as the split counted them.
 
     BadRequestError when the bytes are not the ones split (the upload was replaced since),
@@ -299,6 +334,6 @@ def chunk_items(data: bytes, chunk: ImportChunk) -> list[FastIngestItem]:
         if isinstance(parsed, LineProblem):
             raise BadRequestError("A chunk holds a line its split did not accept")
         items.append(parsed)
-    if len(items) != chunk.items:
-        raise BadRequestError("A chunk holds another number of items than its split counted")
+    if len(items) != chunk.items or chunk_digest(items) != chunk.items_sha256:
+        raise BadRequestError("A chunk holds other items than its split counted")
     return items

@@ -16,6 +16,7 @@ from prme.backends.embedded.sqlite_imports import (
 )
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
+from prme.backends.embedded.upload_store import UPLOADS_DIRECTORY, LocalUploadStore
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
@@ -85,6 +86,7 @@ def open_embedded(
         config=config or EngineConfig(),
         imports=SqliteImportJobStore(imports),
         import_queue=import_queue,
+        uploads=LocalUploadStore(data_dir / UPLOADS_DIRECTORY, clock),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
