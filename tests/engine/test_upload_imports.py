@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from prme.backends.memory import RecordingImportQueue
+from prme.engine import import_uploads
 from prme.engine.import_uploads import UploadRequest, open_upload_import, start_upload_import
 from prme.engine.service import MemoryEngine
-from prme.errors import BadRequestError, ConflictError, NotFoundError
-from prme.model.imports import ImportMode, ImportStatus
+from prme.errors import BadRequestError, ConflictError, NotFoundError, StorageUnavailableError
+from prme.model.imports import ImportChunkMessage, ImportMode, ImportStatus
 from tests.harness.engines import ALICE, BOB, Harness, embedded_harness, memory_harness
 from tests.harness.uploads import (
     UploadBackend,
@@ -187,3 +189,43 @@ def test_a_file_of_bad_lines_fails_the_import_and_is_deleted(
     assert len(failed.errors) == 100
     assert h.import_queue.sent == []
     assert uploads.store.uploaded_size(ALICE, import_id) is None
+
+
+class QueueLostAfterFirstBatch:
+    """An import queue whose second hand-over fails once, as SQS down mid-way would."""
+
+    def __init__(self, inner: RecordingImportQueue) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def send_chunks(self, chunks: Sequence[ImportChunkMessage]) -> None:
+        self.calls += 1
+        if self.calls == 2:
+            raise StorageUnavailableError("queue unavailable")
+        self.inner.send_chunks(chunks)
+
+
+def test_a_start_cut_off_mid_way_resends_only_what_is_not_committed(
+    backend: tuple[Harness, UploadBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h, uploads = backend
+    monkeypatch.setattr(import_uploads, "_SEND_BATCH", 2)
+    data = ndjson(200)  # 5 chunks of 49 items at most: hand-overs of 2, 2 and 1
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)))
+    assert uploads.send(ALICE, job.import_id, target, data) == "stored"
+    flaky = MemoryEngine(
+        replace(h.engine.deps, import_queue=QueueLostAfterFirstBatch(h.import_queue))
+    )
+
+    with pytest.raises(StorageUnavailableError):
+        start_upload_import(flaky.deps, ALICE, job.import_id)
+    deliver_all(h)  # the first two chunks commit
+    h.import_queue.sent.clear()
+    start_upload_import(h.engine.deps, ALICE, job.import_id)
+    deliver_all(h)
+
+    assert [m.chunk_index for m in h.import_queue.sent] == [2, 3, 4]
+    done = h.engine.get_import(ALICE, job.import_id)
+    assert (done.status, done.items_accepted) == (ImportStatus.COMPLETED, 200)
+    assert h.engine.get_stats(ALICE).events == 200
+    assert uploads.store.uploaded_size(ALICE, job.import_id) is None
