@@ -35,6 +35,7 @@ class BobsRecords:
     feedback_id: str
     citation_id: str
     proposal_operation_id: str
+    import_id: str
 
     def path_ids(self) -> dict[str, str]:
         """Path parameter name -> bob's id; a route with another parameter fails the test."""
@@ -45,6 +46,7 @@ class BobsRecords:
             "feedback_id": self.feedback_id,
             "citation_id": self.citation_id,
             "proposal_operation_id": self.proposal_operation_id,
+            "import_id": self.import_id,
         }
 
     def all_ids(self) -> list[str]:
@@ -56,6 +58,7 @@ class BobsRecords:
             self.feedback_id,
             self.citation_id,
             self.proposal_operation_id,
+            self.import_id,
         ]
 
 
@@ -73,6 +76,8 @@ class Case:
     owner_in: Literal["query", "body"]
     body: Body | None = None
     foreign: bool = False
+    # The status of alice's own call when it succeeds.
+    success: int = 200
 
 
 def _no_body(_: BobsRecords) -> dict[str, Any]:
@@ -140,6 +145,10 @@ ROUTES: dict[tuple[str, str], Case] = {
         "body", _rejection, foreign=True
     ),
     ("POST", "/v1/quantities/aggregate"): Case("body", lambda _: {"query": {}}),
+    ("POST", "/v1/imports"): Case(
+        "body", lambda _: {"items": [{"content": "A note"}]}, success=202
+    ),
+    ("GET", "/v1/imports/{import_id}"): Case("query", foreign=True),
     ("POST", "/v1/quantities/aggregate-text"): Case(
         "body", lambda _: {"question": "How much did I raise?"}
     ),
@@ -230,6 +239,8 @@ def bobs_records(api: Api) -> BobsRecords:
     engine: MemoryEngine = c.app.state.runtime.engine  # type: ignore[attr-defined]
     assert engine.propose_aliases(None).proposals_created == 1
     listed = c.get("/v1/alias-proposals", headers=bob).json()["items"]
+    submitted = c.post("/v1/imports", json={"items": [{"content": "Bob's note"}]}, headers=bob)
+    assert submitted.status_code == 202, submitted.text
     return BobsRecords(
         event_id=stored["event_id"],
         node_id=stored["node_id"],
@@ -238,6 +249,7 @@ def bobs_records(api: Api) -> BobsRecords:
         feedback_id=feedback["feedback_id"],
         citation_id=citation["citation_id"],
         proposal_operation_id=listed[0]["proposal_operation_id"],
+        import_id=submitted.json()["import_id"],
     )
 
 
@@ -293,7 +305,7 @@ def test_no_route_lets_an_owner_key_reach_another_owner(api: Api) -> None:
         if named.status_code != 403:
             failures.append(f"{method} {path} naming bob: {named.status_code}")
         own = call_route(api, (method, path), bob, user_id=None)
-        expected = 404 if case.foreign else 200
+        expected = 404 if case.foreign else case.success
         if own.status_code != expected:
             failures.append(f"{method} {path} as alice: {own.status_code}, not {expected}")
         if leaks := leaked(bob, own.text):
@@ -348,7 +360,7 @@ def test_no_mcp_tool_lets_an_owner_key_reach_another_owner(api: Api) -> None:
 @pytest.mark.parametrize("table", [ROUTES, TOOLS])
 def test_every_foreign_case_names_one_of_bobs_records(table: dict[Any, Case]) -> None:
     """A foreign case whose body names none of bob's ids would pass without testing anything."""
-    bob = BobsRecords(*(f"bob-{i}" for i in range(7)))
+    bob = BobsRecords(*(f"bob-{i}" for i in range(8)))
     for key, case in table.items():
         if case.foreign:
             named = json.dumps(case.body(bob)) if case.body else ""

@@ -105,11 +105,15 @@ class BulkImportInput(BaseModel):
 
 
 class ImportMode(StrEnum):
+    """Where an import's items come from: the request itself, or an uploaded file."""
+
     INLINE = "inline"
     UPLOAD = "upload"
 
 
 class ImportStatus(StrEnum):
+    """Where an import stands; a finished one is completed, completed_with_errors or failed."""
+
     # Upload mode: the job exists, the file has not been split into chunks yet.
     AWAITING_UPLOAD = "awaiting_upload"
     QUEUED = "queued"
