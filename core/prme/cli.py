@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from prme import cli_imports
 from prme.composition import open_backend
 from prme.engine.credentials import CredentialService
 from prme.engine.service import MemoryEngine
@@ -892,6 +893,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _add_manage_commands(command, sub)
+    cli_imports.add_commands(command, sub)
 
     mcp = command(sub, "mcp", "serve the MCP tools over stdio for one owner")
     mcp.add_argument(
@@ -996,6 +998,7 @@ HANDLERS: dict[str, Handler] = {
     "stats": _stats,
     "export": _export,
     "import": _import,
+    "imports": cli_imports.run,
 }
 
 

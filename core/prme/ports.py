@@ -351,6 +351,12 @@ class ImportJobStore(Protocol):
         `replacing` (another writer saved progress first: read again and redo)."""
         ...
 
+    def erase_owner(self, owner: OwnerKey) -> int:
+        """Remove the owner's jobs (and chunks waiting to be committed) where this store keeps
+        them apart from the ledger; how many jobs. 0 where the ledger's own erasure removes
+        them (DynamoDB keeps them in the owner's partition)."""
+        ...
+
 
 class ImportQueue(Protocol):
     """Where an import's planned chunks go to be committed; sending one again is harmless."""

@@ -37,9 +37,10 @@ LEDGER_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
 )
-# Functions whose code paths call fewer of them. The bulk-ingest consumer reads an import's
-# idempotency record (BatchGetItem) and its owner's erasure record (GetItem: an import sent
-# before the erasure saves nothing), and commits Put-only transactions. The extractor reads by
+# Functions whose code paths call fewer of them. The bulk-ingest consumer reads a chunk's import
+# job and its owner's erasure record (GetItem: an import begun before the erasure saves
+# nothing) and the chunk's idempotency record (BatchGetItem), commits Put-only transactions and
+# records the chunk's progress in the job (a conditional Put). The extractor reads by
 # key one source and one journal record at a time: its only batched read would be of
 # nodes to index, which it never has (its extract work names no node to index, and the nodes
 # of one extraction share one time, so none is another's session predecessor). Maintenance
@@ -230,10 +231,11 @@ class Workers(Construct):
             # The backend resolves both work queues' URLs when it starts, in every function.
             for queue in (materialize, extract):
                 self._grant_queue_url(function, queue.queue)
-        # api: stores (index first, then commit, announce on failure) and retrieves. It never
-        # sends to the ingest queue: imports come from the tenant's own producers.
-        for queue in (materialize, extract):
+        # api: stores (index first, then commit, announce on failure) and retrieves. It sends
+        # the chunks of a bulk import to the ingest queue (resolving its URL at the first send).
+        for queue in (materialize, extract, ingest):
             self._grant_send(self.api, queue.queue)
+        self._grant_queue_url(self.api, ingest.queue)
         self._grant_search(self.api)
         # A caller may wait for extraction, which then runs in the API function.
         self._grant_models(self.api, config.embedding_model_id, config.extraction_model_id)

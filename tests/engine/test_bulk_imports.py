@@ -223,3 +223,16 @@ def test_chunk_keys_are_stable_per_import_and_index() -> None:
     import_id = str(uuid.uuid4())
     assert chunk_key(import_id, 0) == chunk_key(import_id, 0)
     assert chunk_key(import_id, 0) != chunk_key(import_id, 1)
+
+
+def test_an_erasure_removes_the_owners_imports(any_backend: Harness) -> None:
+    h = any_backend
+    job = h.engine.submit_import(ALICE, import_input(3))
+    kept = h.engine.submit_import(BOB, import_input(1))
+    deliver_all(h)
+
+    h.engine.erase_owner(ALICE, confirm=ALICE.owner_id)
+
+    with pytest.raises(NotFoundError):
+        h.engine.get_import(ALICE, job.import_id)
+    assert h.engine.get_import(BOB, kept.import_id).items_accepted == 1

@@ -210,13 +210,38 @@ def api_erases_a_user(deployment: IamDeployment, run_as: RunAs) -> None:
     assert receipt["removed"]["index_documents"] == 1
 
 
+IMPORTED_ITEMS = [
+    {"content": "Imported note one"},
+    {"content": "Imported note two", "speaker": "Caroline"},
+]
+
+
+def import_through_the_queue(deployment: IamDeployment, run_as: RunAs, key: str) -> str:
+    """The api saves an import job and sends its chunk; the ingest consumer commits it (reading
+    the job, recording its progress). The import's id."""
+    from functions import ingest_consumer
+
+    run_as("api")
+    status, job = api_call(key, "/v1/imports", {"items": IMPORTED_ITEMS})
+    assert (status, job["chunks_total"]) == (202, 1), job
+    chunks = drain(deployment, "ingest")
+    assert len(chunks) == 1
+    run_as("ingest")
+    imported = ingest_consumer.handler(
+        sqs_records("sqs_ingest_batch.json", chunks), FakeLambdaContext()
+    )
+    assert imported == {"batchItemFailures": []}
+    return str(job["import_id"])
+
+
 def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import ingest_consumer, materializer
+    from functions import materializer
 
     key = api_key(deployment)
-    run_as("ingest")
-    imported = ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    assert imported == {"batchItemFailures": []}
+    import_id = import_through_the_queue(deployment, run_as, key)
+    run_as("api")
+    status, job = api_call(key, f"/v1/imports/{import_id}")
+    assert (status, job["status"], job["items_accepted"]) == (200, "completed", 2), job
     work = drain(deployment, "materialize")
     assert len(work) == 2
 
@@ -242,11 +267,10 @@ def import_materialize_retrieve(deployment: IamDeployment, run_as: RunAs) -> Non
 
 
 def maintenance_announces_overdue_work(deployment: IamDeployment, run_as: RunAs) -> None:
-    from functions import ingest_consumer, maintenance
+    from functions import maintenance
 
     key = api_key(deployment)
-    run_as("ingest")
-    ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
+    import_through_the_queue(deployment, run_as, key)
     run_as("api")
     api_call(key, "/v1/ingest", {"content": "We ran 12 km on Sunday."})
     for name in ("International Business Machines", "IBM"):

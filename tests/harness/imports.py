@@ -62,6 +62,9 @@ class FailingProgressStore:
     def get_import(self, owner: OwnerKey, import_id: str) -> ImportJob | None:
         return self._inner.get_import(owner, import_id)
 
+    def erase_owner(self, owner: OwnerKey) -> int:
+        return self._inner.erase_owner(owner)
+
     def save_import(self, job: ImportJob, *, replacing: ImportJob) -> None:
         if self.failing:
             raise StorageUnavailableError("progress save lost")

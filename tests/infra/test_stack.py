@@ -385,7 +385,7 @@ TABLE_CALLS = {
 }
 # Workers announce nothing: a failed write leaves the work pending for redelivery and sweeps.
 SENDS_TO = {
-    "api": ["materialize", "extract"],
+    "api": ["materialize", "extract", "ingest"],
     "materializer": [],
     "extractor": [],
     "ingest": ["materialize", "ingest-dlq"],
@@ -439,11 +439,13 @@ def test_roles_hold_only_the_table_and_queue_actions_the_code_calls(
         }
 
 
-def test_only_the_ingest_consumer_touches_the_ingest_queues(
+def test_only_the_api_and_the_ingest_consumer_touch_the_ingest_queues(
     stack_template: StackTemplate,
 ) -> None:
     binding = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200")
     ingest_arn = f"arn:aws:sqs:us-east-1:{LOCAL_ACCOUNT}:prefix-ingest"
+    # The api sends import chunks to the ingest queue (never its DLQ); the consumer reads it.
+    expected = {"ingest": {ingest_arn, f"{ingest_arn}-dlq"}, "api": {ingest_arn}}
     for function in stack_template.function_names():
         resources = {
             r
@@ -451,7 +453,7 @@ def test_only_the_ingest_consumer_touches_the_ingest_queues(
             for r in _listed(s["Resource"])
         }
         touched = {r for r in resources if str(r).startswith(ingest_arn)}
-        assert touched == ({ingest_arn, f"{ingest_arn}-dlq"} if function == "ingest" else set())
+        assert touched == expected.get(function, set()), function
 
 
 def test_functions_may_only_read_and_post_to_the_search_domain(

@@ -1,178 +1,160 @@
-"""The SQS bulk-ingest consumer with real SQS payloads against the local AWS."""
+"""Bulk imports end to end on the local AWS: the API's engine saves the job and sends its chunks
+to the ingest queue, the consumer commits what SQS delivers (again and again), refuses what no
+job vouches for, reports poison items, and finishes an import a dying consumer left part-done."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from prme.model.enums import ProcessingStatus
-from prme.model.inputs import RetrieveInput
-from prme.model.listings import EventFilter
-from tests.harness.lambda_events import (
-    ALICE,
-    Deployed,
-    FakeLambdaContext,
-    load_event,
-    sqs_records,
-    until_searchable,
-)
+import pytest
+
+from prme.model.imports import ImportStatus
+from tests.harness.imports import import_input, with_failing_progress, with_poison
+from tests.harness.lambda_events import ALICE, Deployed, FakeLambdaContext, sqs_records
 
 
 def ingest_event(*bodies: str) -> dict[str, Any]:
     return sqs_records("sqs_ingest_batch.json", list(bodies), id_prefix="import")
 
 
-def import_message(count: int, key: str = "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5c") -> str:
-    items = [
-        {"content": f"imported memory {i} about kestrels", "session_id": "bulk"}
-        for i in range(count)
-    ]
-    return json.dumps(
-        {"tenant_id": "acme", "owner_id": "alice", "idempotency_key": key, "body": {"items": items}}
-    )
+def queued_chunks(deployed: Deployed) -> list[str]:
+    """Every chunk message the ingest queue holds, taken off it."""
+    bodies: list[str] = []
+    while True:
+        response = deployed.sqs.receive_message(
+            QueueUrl=deployed.urls["ingest"], MaxNumberOfMessages=10
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return bodies
+        for message in messages:
+            bodies.append(message["Body"])
+            deployed.sqs.delete_message(
+                QueueUrl=deployed.urls["ingest"], ReceiptHandle=message["ReceiptHandle"]
+            )
 
 
-def dead_letters(deployed: Deployed) -> list[dict[str, Any]]:
+def dead_letter_reasons(deployed: Deployed) -> list[str]:
     response = deployed.sqs.receive_message(
         QueueUrl=deployed.urls["ingest-dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
     )
-    messages: list[dict[str, Any]] = response.get("Messages", [])
-    return messages
+    return sorted(
+        m["MessageAttributes"]["prme_reason"]["StringValue"] for m in response.get("Messages", [])
+    )
 
 
-def test_the_sample_payload_imports_two_events(deployed: Deployed) -> None:
-    from functions import ingest_consumer, runtime
-
-    response = ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    assert response == {"batchItemFailures": []}
-    engine = runtime.backend().engine
-    assert engine.process_materializations(ALICE, budget_ms=0).pending == 2
-    assert engine.process_materializations(ALICE).processed == 2
-    assert dead_letters(deployed) == []
-
-
-def test_large_import_is_split_and_redelivery_creates_no_duplicates(deployed: Deployed) -> None:
-    from functions import ingest_consumer, runtime
-
-    body = import_message(120)  # more than one transaction holds: split into 49 + 49 + 22
-    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
-        "batchItemFailures": []
-    }
-    engine = runtime.backend().engine
-    assert engine.process_materializations(ALICE, budget_ms=0).pending == 120
-    # SQS delivers the same message again (at-least-once): nothing new is written.
-    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
-        "batchItemFailures": []
-    }
-    assert engine.process_materializations(ALICE, budget_ms=0).pending == 120
-
-
-def test_invalid_messages_go_to_the_dlq_with_a_sanitized_reason(deployed: Deployed) -> None:
+def consume(*bodies: str) -> dict[str, Any]:
     from functions import ingest_consumer
 
-    naive_time = json.dumps(
-        {
-            "tenant_id": "acme",
-            "owner_id": "alice",
-            "idempotency_key": "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5d",
-            "body": {"items": [{"content": "secret words", "event_time": "2024-03-10T01:30:00"}]},
-        }
-    )
-    wrong_owner = json.dumps(
-        {
-            "tenant_id": "acme",
-            "owner_id": "alice",
-            "idempotency_key": "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5e",
-            "body": {"user_id": "bob", "items": [{"content": "x"}]},
-        }
-    )
-    event = ingest_event("not json at all", naive_time, wrong_owner)
-    # Nothing is retried: a message that can never succeed is parked in the DLQ at once.
-    assert ingest_consumer.handler(event, FakeLambdaContext()) == {"batchItemFailures": []}
-    parked = dead_letters(deployed)
-    reasons = sorted(m["MessageAttributes"]["prme_reason"]["StringValue"] for m in parked)
-    assert reasons == [
-        "invalid_message:body.items.0.event_time:timezone_aware",
-        "invalid_message:not_json",
-        "invalid_message:owner",
-    ]
-    assert all("secret words" not in reason for reason in reasons)
+    response: dict[str, Any] = ingest_consumer.handler(ingest_event(*bodies), FakeLambdaContext())
+    return response
 
 
-def test_messages_past_the_json_limits_go_to_the_dlq_at_once(deployed: Deployed) -> None:
-    from functions import ingest_consumer
+def test_an_import_commits_through_sqs_once_however_often_chunks_arrive(
+    deployed: Deployed,
+) -> None:
+    from functions import runtime
+
+    engine = runtime.backend().engine
+    job = engine.submit_import(ALICE, import_input(120))
+    chunks = queued_chunks(deployed)
+    assert len(chunks) == 3 == len(job.chunks)
+
+    assert consume(*chunks) == {"batchItemFailures": []}
+    # SQS delivers every chunk again (at least once): nothing is written or counted twice.
+    assert consume(*reversed(chunks)) == {"batchItemFailures": []}
+
+    done = engine.get_import(ALICE, job.import_id)
+    assert (done.status, done.chunks_done, done.items_accepted, done.items_failed) == (
+        ImportStatus.COMPLETED,
+        3,
+        120,
+        0,
+    )
+    assert engine.get_stats(ALICE).events == 120
+    assert engine.process_materializations(ALICE, budget_ms=0).pending == 120
+    assert dead_letter_reasons(deployed) == []
+
+
+def test_forged_tampered_and_old_messages_are_refused_into_the_dlq(deployed: Deployed) -> None:
+    from functions import ingest_consumer, runtime
 
     ingest_consumer._dead_letter_url.cache_clear()  # this test's deployment, not an earlier one
-    message = json.loads(import_message(1))
-    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
-    huge_integer = json.dumps(message)[:-1] + ', "n": ' + "9" * 5_000 + "}"
-    nul_tenant = json.dumps({**message, "tenant_id": "acme\u0000"})
-    event = ingest_event(deep, huge_integer, nul_tenant)
+    engine = runtime.backend().engine
+    job = engine.submit_import(ALICE, import_input(2))
+    (chunk,) = queued_chunks(deployed)
+    message = json.loads(chunk)
+    tampered = {**message, "items": [{"content": "injected secret words"}, message["items"][1]]}
+    other_owner = {**message, "owner_id": "mallory"}
+    forged = {**message, "import_id": "6f1d6a52-4c3e-4b8f-9a0d-2e1f3c4b5a69"}
+    old_format = {
+        "tenant_id": "acme",
+        "owner_id": "alice",
+        "idempotency_key": "0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b5c",
+        "body": {"items": [{"content": "secret words"}]},
+    }
+    bodies = [json.dumps(m) for m in (tampered, other_owner, forged, old_format)]
 
-    # Before: the first two raised and were retried on every delivery; the third was written.
-    assert ingest_consumer.handler(event, FakeLambdaContext()) == {"batchItemFailures": []}
-    reasons = sorted(
-        m["MessageAttributes"]["prme_reason"]["StringValue"] for m in dead_letters(deployed)
-    )
+    # Nothing is retried: a message no job vouches for is parked in the DLQ at once.
+    assert consume(*bodies, "not json at all") == {"batchItemFailures": []}
+
+    reasons = dead_letter_reasons(deployed)
     assert reasons == [
-        "invalid_message:json_limits",
-        "invalid_message:json_limits",
-        "invalid_message:tenant_id:value_error",
+        "invalid_message:import_id:missing",
+        "invalid_message:not_json",
+        "refused:chunk_mismatch",
+        "refused:unknown_import",
+        "refused:unknown_import",
     ]
-
-
-def test_imported_events_keep_speaker_and_reach_completed_status(deployed: Deployed) -> None:
-    from functions import ingest_consumer, runtime
-
-    ingest_consumer.handler(load_event("sqs_ingest_batch.json"), FakeLambdaContext())
-    engine = runtime.backend().engine
-    engine.process_materializations(ALICE)
-    hits = until_searchable(
-        lambda: engine.retrieve(ALICE, RetrieveInput(query="Imported note")).results,
-        lambda found: len(found) == 2,
-    )
-    assert {h.content for h in hits} == {"Imported note one", "Imported note two"}
-    assert {h.content: h.speaker for h in hits}["Imported note two"] == "Caroline"
-    for hit in hits:
-        status, _ = engine.get_processing_status(ALICE, hit.evidence_refs[0])
-        assert status is ProcessingStatus.COMPLETED
-
-
-def test_a_redelivered_import_whose_memories_were_deleted_is_parked_not_rewritten(
-    deployed: Deployed,
-) -> None:
-    from functions import ingest_consumer, runtime
-
-    ingest_consumer._dead_letter_url.cache_clear()
-    body = import_message(2, key="0b7e2f4c-1d2e-4f3a-8b9c-0d1e2f3a4b60")
-    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
-        "batchItemFailures": []
-    }
-    engine = runtime.backend().engine
-    for event in engine.list_events(ALICE, EventFilter()).items:
-        engine.delete_memory(ALICE, event.id)
-
-    # SQS delivers it again: the owner's delete stands, and the message is not retried forever.
-    assert ingest_consumer.handler(ingest_event(body), FakeLambdaContext()) == {
-        "batchItemFailures": []
-    }
-    assert engine.list_events(ALICE, EventFilter()).items == []
-    reasons = [m["MessageAttributes"]["prme_reason"]["StringValue"] for m in dead_letters(deployed)]
-    assert reasons == ["idempotency_conflict"]
-
-
-def test_an_import_queued_before_its_owner_was_erased_is_dropped_without_a_retry(
-    deployed: Deployed,
-) -> None:
-    from functions import ingest_consumer, runtime
-
-    engine = runtime.backend().engine
-    # The sample record was sent (SentTimestamp) before now, when alice is erased.
-    receipt = engine.erase_owner(ALICE, confirm=ALICE.owner_id)
-    assert receipt.complete
-
-    response = ingest_consumer.handler(ingest_event(import_message(3)), FakeLambdaContext())
-
-    assert response == {"batchItemFailures": []}
+    assert all("secret" not in reason for reason in reasons)
     assert engine.get_stats(ALICE).events == 0
-    assert dead_letters(deployed) == []
+    assert engine.get_import(ALICE, job.import_id).chunks_done == 0
+
+
+def test_a_poison_item_is_reported_while_the_rest_commit(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions import runtime
+
+    built = runtime.backend()
+    monkeypatch.setattr(built, "engine", with_poison(built.engine))
+    job = built.engine.submit_import(ALICE, import_input(60, poison_at=frozenset({7})))
+    chunks = queued_chunks(deployed)
+
+    assert consume(*chunks) == {"batchItemFailures": []}
+    assert consume(*chunks) == {"batchItemFailures": []}  # redelivered: counted once
+
+    done = built.engine.get_import(ALICE, job.import_id)
+    assert (done.status, done.items_accepted, done.items_failed) == (
+        ImportStatus.COMPLETED_WITH_ERRORS,
+        59,
+        1,
+    )
+    assert [(e.item_index, e.error) for e in done.errors] == [(7, "payload_too_large")]
+    assert built.engine.get_stats(ALICE).events == 59
+
+
+def test_an_import_a_dying_consumer_left_part_done_is_finished_exactly(
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions import runtime
+
+    built = runtime.backend()
+    engine, store = with_failing_progress(built.engine)
+    monkeypatch.setattr(built, "engine", engine)
+    job = engine.submit_import(ALICE, import_input(120))
+    first, second, third = queued_chunks(deployed)
+    assert consume(first) == {"batchItemFailures": []}
+    # The next chunk's events commit, then the consumer loses its progress write (as when
+    # Lambda stops it there): SQS gets a failure and will deliver the chunk again.
+    store.failing = True
+    assert consume(second) == {"batchItemFailures": [{"itemIdentifier": "import-0"}]}
+    store.failing = False
+    assert engine.get_import(ALICE, job.import_id).chunks_done == 1
+
+    assert consume(second, third, first) == {"batchItemFailures": []}
+
+    done = engine.get_import(ALICE, job.import_id)
+    assert (done.status, done.chunks_done, done.items_accepted) == (ImportStatus.COMPLETED, 3, 120)
+    assert engine.get_stats(ALICE).events == 120

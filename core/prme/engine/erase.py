@@ -64,6 +64,9 @@ def _erase(deps: EngineDeps, owner: OwnerKey, erasure_id: str) -> OwnerErasure:
         deps.ledger.save_erasure(record, owner.tenant_id, replacing=stored)
     record = _counted(deps, owner, record, "api_keys", deps.ledger.erase_owner_keys(owner))
     record = _counted(deps, owner, record, "index_documents", deps.index.delete_owner(owner))
+    if deps.imports is not None:
+        # Import jobs kept apart from the ledger; counted as the ledger counts those it keeps.
+        record = _counted(deps, owner, record, "journal_records", deps.imports.erase_owner(owner))
     budget = deps.config.erase_records_per_call
     # Under a request deadline (API Gateway's 29 s), steps stop starting once its share is
     # spent, keeping the rest for the answer; the next call continues.

@@ -101,7 +101,7 @@ def open_aws(
     specs = queue_specs(settings.queue_prefix)
     queue_urls = {
         family: clients.sqs.get_queue_url(QueueName=specs[family].name)["QueueUrl"]
-        for family in ("materialize", "extract", "ingest")
+        for family in ("materialize", "extract")
     }
     deps = EngineDeps(
         ledger=ledger,
@@ -116,15 +116,13 @@ def open_aws(
             expected=VectorShape.expected(embedder.model.dimension),
             on_refused=on_index_refused,
         ),
-        queue=SqsWorkQueue(
-            clients.sqs, {family: queue_urls[family] for family in ("materialize", "extract")}
-        ),
+        queue=SqsWorkQueue(clients.sqs, queue_urls),
         embedder=embedder,
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or settings.engine,
         imports=DynamoDbImportJobStore(clients.dynamodb, settings.table_name),
-        import_queue=SqsImportQueue(clients.sqs, queue_urls["ingest"]),
+        import_queue=SqsImportQueue(clients.sqs, specs["ingest"].name),
         uploads=(
             S3UploadStore(clients.s3, settings.upload_bucket, clock)
             if settings.upload_bucket and clients.s3 is not None

@@ -33,17 +33,29 @@ def _batches(bodies: Sequence[str]) -> list[list[str]]:
 
 
 class SqsImportQueue:
-    def __init__(self, client: Any, queue_url: str) -> None:
+    """The queue's URL is resolved at the first send: only the function that submits imports
+    (the api) is granted it, not every function that opens the backend."""
+
+    def __init__(self, client: Any, queue_name: str) -> None:
         self._client = client
-        self._queue_url = queue_url
+        self._queue_name = queue_name
+        self._queue_url: str | None = None
+
+    def _url(self) -> str:
+        if self._queue_url is None:
+            try:
+                answer = self._client.get_queue_url(QueueName=self._queue_name)
+            except (ClientError, BotoCoreError) as exc:
+                raise StorageUnavailableError("import queue unavailable") from exc
+            self._queue_url = str(answer["QueueUrl"])
+        return self._queue_url
 
     def send_chunks(self, chunks: Sequence[ImportChunkMessage]) -> None:
+        url = self._url()
         for batch in _batches([chunk.body() for chunk in chunks]):
             entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)]
             try:
-                response = self._client.send_message_batch(
-                    QueueUrl=self._queue_url, Entries=entries
-                )
+                response = self._client.send_message_batch(QueueUrl=url, Entries=entries)
             except (ClientError, BotoCoreError) as exc:
                 raise StorageUnavailableError("import queue unavailable") from exc
             if response.get("Failed"):

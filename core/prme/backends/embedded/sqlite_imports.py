@@ -95,7 +95,12 @@ class SqliteImportJobStore:
             raise ConflictError("the import changed since it was read")
 
     def erase_owner(self, owner: OwnerKey) -> int:
-        """Remove the owner's jobs (an erasure of the owner); how many."""
+        # Chunks still in the outbox hold the owner's content: they go too.
+        self._db.execute(
+            "DELETE FROM import_outbox WHERE json_extract(body, '$.tenant_id') = ? "
+            "AND json_extract(body, '$.owner_id') = ?",
+            (owner.tenant_id, owner.owner_id),
+        )
         rows = self._db.execute(
             "DELETE FROM import_jobs WHERE tenant_id = ? AND owner_id = ? RETURNING 1",
             (owner.tenant_id, owner.owner_id),

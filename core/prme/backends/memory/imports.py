@@ -34,7 +34,6 @@ class InMemoryImportJobStore:
         self._jobs[key] = job.model_dump_json()
 
     def erase_owner(self, owner: OwnerKey) -> int:
-        """Remove the owner's jobs (an erasure of the owner); how many."""
         keys = [k for k in self._jobs if k[:2] == (owner.tenant_id, owner.owner_id)]
         for key in keys:
             del self._jobs[key]
