@@ -31,7 +31,6 @@ class PrmeStack(Stack):
         api = Api(self, "Api", config=config, function=workers.api)
         uploads = Uploads(self, "Uploads")
         uploads.grant_api(workers.api)
-        uploads.grant_consumer(workers.ingest)
         Monitoring(
             self,
             "Monitoring",

@@ -14,11 +14,10 @@ from prme.model.uploads import UPLOAD_PREFIX
 from prme.settings import Settings
 
 # What the api does with uploads: it presigns the caller's PUT (S3 authorizes a presigned
-# request as the role that signed it), looks at the upload before starting its import (a
-# HeadObject, authorized as GetObject), and deletes an upload it refuses.
+# request as the role that signed it), reads the file when its import starts (HeadObject and
+# ranged GetObject, both authorized as GetObject), and deletes it once its chunks are sent.
+# No other function touches uploads: the chunk messages carry the items.
 API_ACTIONS = ("s3:PutObject", "s3:GetObject", "s3:DeleteObject")
-# The ingest consumer reads an upload's ranges and deletes it when its import is done.
-CONSUMER_ACTIONS = ("s3:GetObject", "s3:DeleteObject")
 
 
 class Uploads(Construct):
@@ -52,9 +51,6 @@ class Uploads(Construct):
 
     def grant_api(self, function: lambda_.Function) -> None:
         self._grant(function, API_ACTIONS)
-
-    def grant_consumer(self, function: lambda_.Function) -> None:
-        self._grant(function, CONSUMER_ACTIONS)
 
     def _grant(self, function: lambda_.Function, actions: tuple[str, ...]) -> None:
         function.add_environment(Settings.env_name("upload_bucket"), self.bucket.bucket_name)

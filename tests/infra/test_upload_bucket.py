@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infra.components.uploads import API_ACTIONS, CONSUMER_ACTIONS
+from infra.components.uploads import API_ACTIONS
 from prme.backends.aws import resources
 from prme.model.uploads import UPLOAD_PREFIX
 from tests.harness.stack_template import LocalBinding, StackTemplate
@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow  # the shared synth
 
 BINDING = LocalBinding("table", "prefix", "alias", "http://127.0.0.1:9200", upload_bucket="up")
 BUCKET_ARN = "arn:aws:s3:::up"
-# The functions that reach uploads, and what each may do under the uploads prefix.
-GRANTS = {"api": sorted(API_ACTIONS), "ingest": sorted(CONSUMER_ACTIONS)}
+# The functions that reach uploads, and what each may do under the uploads prefix: only the
+# api, which presigns, splits and deletes (chunk messages carry the items to the consumer).
+GRANTS = {"api": sorted(API_ACTIONS)}
 
 
 def _listed(value: Any) -> list[Any]:
@@ -60,7 +61,7 @@ def test_the_bucket_refuses_every_request_without_tls(stack_template: StackTempl
     assert sorted(deny["Resource"]) == [BUCKET_ARN, f"{BUCKET_ARN}/*"]
 
 
-def test_only_the_api_and_the_ingest_consumer_reach_uploads_and_only_under_the_prefix(
+def test_only_the_api_reaches_uploads_and_only_under_the_prefix(
     stack_template: StackTemplate,
 ) -> None:
     granted: dict[str, dict[str, list[str]]] = {}
