@@ -13,6 +13,7 @@ from infra.components.monitoring import Monitoring, Watched
 from infra.components.queues import Queues
 from infra.components.search import Search
 from infra.components.storage import Storage
+from infra.components.uploads import Uploads
 from infra.components.workers import Workers
 from infra.config import DeploymentConfig
 
@@ -28,6 +29,8 @@ class PrmeStack(Stack):
             self, "Workers", config=config, storage=storage, queues=queues, search=search
         )
         api = Api(self, "Api", config=config, function=workers.api)
+        uploads = Uploads(self, "Uploads")
+        uploads.grant_api(workers.api)
         Monitoring(
             self,
             "Monitoring",
@@ -40,6 +43,7 @@ class PrmeStack(Stack):
 
         CfnOutput(self, "ApiUrl", value=api.url)
         CfnOutput(self, "TableName", value=storage.table.table_name)
+        CfnOutput(self, "UploadBucketName", value=uploads.bucket.bucket_name)
         CfnOutput(self, "QueuePrefix", value=config.resource_prefix)
         for purpose, queue in queues.by_purpose.items():
             CfnOutput(self, f"{purpose.capitalize()}QueueUrl", value=queue.queue.queue_url)

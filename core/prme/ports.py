@@ -33,6 +33,7 @@ from prme.model.records import (
     WorkItem,
 )
 from prme.model.search import EmbeddingModelInfo, IndexDocument, IndexHits, IndexQuery
+from prme.model.uploads import UploadTarget
 
 
 @runtime_checkable
@@ -341,6 +342,35 @@ class TenantLimitsStore(Protocol):
 
     def delete_tenant_limits(self, tenant_id: str) -> bool:
         """Remove the tenant's own limits (the defaults apply again); False when it had none."""
+        ...
+
+
+class UploadStore(Protocol):
+    """Where a large import's NDJSON file waits between the caller's upload and its split.
+
+    Uploads are named by owner and import id (a UUID); another owner's or tenant's upload of
+    the same id is another upload. The caller sends the file itself, to `create_upload`'s
+    target; the service only reads it back, a byte range at a time, and deletes it."""
+
+    def create_upload(
+        self, owner: OwnerKey, import_id: str, *, size_bytes: int, expires_at: datetime
+    ) -> UploadTarget:
+        """Where to send exactly `size_bytes` until `expires_at`. A store refuses another size
+        where it can (S3 checks the signed Content-Length; the embedded route counts bytes);
+        the service checks `uploaded_size` before it reads either way."""
+        ...
+
+    def uploaded_size(self, owner: OwnerKey, import_id: str) -> int | None:
+        """The size of the complete upload as stored; None while there is none."""
+        ...
+
+    def read_range(self, owner: OwnerKey, import_id: str, start: int, end: int) -> bytes:
+        """Bytes `start` up to `end` (excluded) of the upload, all of them. NotFoundError
+        when the upload is gone or shorter; StorageUnavailableError when the store fails."""
+        ...
+
+    def delete_upload(self, owner: OwnerKey, import_id: str) -> None:
+        """Remove the upload; one already gone is no error."""
         ...
 
 

@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     table_name: str = "prme-local"
     queue_prefix: str = "prme-local"
     opensearch_url: str | None = None
+    # The S3 bucket that large imports are uploaded to (presigned PUT URLs); unset, the AWS
+    # backend offers inline imports only.
+    upload_bucket: str | None = None
     opensearch_index_alias: str = "prme-nodes"
     # SigV4 for Amazon OpenSearch Service (`es`). OpenSearch Serverless is not supported:
     # its vector collections refuse documents with a given `_id`, and the index adapter

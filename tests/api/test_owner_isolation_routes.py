@@ -149,6 +149,8 @@ ROUTES: dict[tuple[str, str], Case] = {
         "body", lambda _: {"items": [{"content": "A note"}]}, success=202
     ),
     ("GET", "/v1/imports/{import_id}"): Case("query", foreign=True),
+    # Bob's import, named by alice's key: no upload of hers is open under that id.
+    ("PUT", "/v1/imports/{import_id}/upload"): Case("query", _no_body, foreign=True),
     ("POST", "/v1/quantities/aggregate-text"): Case(
         "body", lambda _: {"question": "How much did I raise?"}
     ),

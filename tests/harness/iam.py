@@ -290,14 +290,24 @@ def iam_deployment(
 ) -> Generator[IamDeployment, None, None]:
     """Table, queues (as `prme bootstrap` creates them) and index for one test; functions reach
     OpenSearch through `proxy`, the harness directly."""
-    from prme.backends.aws.bootstrap import ensure_index, ensure_queues, ensure_table
+    from prme.backends.aws.bootstrap import (
+        ensure_index,
+        ensure_queues,
+        ensure_table,
+        ensure_upload_bucket,
+    )
     from prme.backends.aws.opensearch_index import build_opensearch_client
 
     name = f"prme-iam-{uuid.uuid4().hex[:10]}"
     binding = LocalBinding(
-        table_name=name, queue_prefix=name, index_alias=name, opensearch_url=proxy.url
+        table_name=name,
+        queue_prefix=name,
+        index_alias=name,
+        opensearch_url=proxy.url,
+        upload_bucket=name,
     )
     ensure_table(server.client("dynamodb"), name)
+    ensure_upload_bucket(server.client("s3"), name)
     urls = ensure_queues(server.client("sqs"), name)
     opensearch = build_opensearch_client(opensearch_url, auth="none", region=None)
     ensure_index(opensearch, name, dimension)

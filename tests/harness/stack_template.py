@@ -77,6 +77,7 @@ class LocalBinding:
     opensearch_url: str
     region: str = LOCAL_REGION
     account: str = LOCAL_ACCOUNT
+    upload_bucket: str = "uploads"
 
 
 # Settings that name where a resource is; everything else a function is given is taken from
@@ -203,6 +204,8 @@ class StackTemplate:
         kind = resource["Type"]
         if kind == "AWS::DynamoDB::Table":
             return binding.table_name
+        if kind == "AWS::S3::Bucket":
+            return binding.upload_bucket
         if kind == "AWS::SQS::Queue":
             return f"https://sqs.{binding.region}.amazonaws.com/{binding.account}/" + (
                 self._queue_name(resource, binding)
@@ -222,6 +225,8 @@ class StackTemplate:
             return self._queue_name(resource, binding)
         if kind == "AWS::OpenSearchService::Domain" and attribute == "DomainEndpoint":
             return binding.opensearch_url.split("://", 1)[-1]
+        if kind == "AWS::S3::Bucket" and attribute == "Arn":
+            return f"arn:aws:s3:::{binding.upload_bucket}"
         if kind == "AWS::Logs::LogGroup" and attribute == "Arn":
             return f"arn:aws:logs:{region}:{account}:log-group:{logical_id}:*"
         if attribute == "Arn":

@@ -21,6 +21,7 @@ from tests.harness.iam_scenarios import (
     maintenance_announces_overdue_work,
     role_switcher,
 )
+from tests.harness.iam_upload_scenario import upload_split_and_commit
 from tests.harness.lambda_events import (
     FakeLambdaContext,
 )
@@ -47,6 +48,7 @@ ROLE_SCENARIOS = [
     import_materialize_retrieve,
     ingest_then_extract,
     maintenance_announces_overdue_work,
+    upload_split_and_commit,
 ]
 
 

@@ -16,6 +16,7 @@ from prme.ports import (
     ImportQueue,
     Ledger,
     SearchIndex,
+    UploadStore,
     WorkQueue,
 )
 from prme.retrieval.tokens import TokenCounter
@@ -47,3 +48,5 @@ class EngineDeps:
     # Bulk imports (engine/imports.py); a backend without them refuses those operations.
     imports: ImportJobStore | None = None
     import_queue: ImportQueue | None = None
+    # Where large imports' files are uploaded (engine/import_uploads.py); None: inline only.
+    uploads: UploadStore | None = None

@@ -19,6 +19,7 @@ from prme.http import (
     routes_manage,
     routes_portability,
     routes_quantities,
+    routes_uploads,
     table_routes,
 )
 from prme.http.admission import admitted
@@ -83,7 +84,11 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     app.add_middleware(RequestDeadlineMiddleware, budget_ms=runtime.request_budget_ms)
     app.add_middleware(LoopbackOnlyMiddleware, policy=runtime.auth)
     # Added after those, so it wraps them: no route, parser or auth check sees a body first.
-    app.add_middleware(BodyPolicyMiddleware, max_body_bytes=runtime.max_body_bytes)
+    app.add_middleware(
+        BodyPolicyMiddleware,
+        max_body_bytes=runtime.max_body_bytes,
+        streamed_puts=routes_uploads.STREAMED_PATH,
+    )
     # Outermost and reads no body: every response, a 413 included, has its log line and id.
     app.add_middleware(RequestLogMiddleware)
     # Every served operation is admitted against its tenant's limits before it runs.
@@ -103,6 +108,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_quantities.register(app, engine)
     routes_keys.register(app, runtime)
     routes_limits.register(app, engine)
+    routes_uploads.register(app, runtime)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

@@ -137,6 +137,12 @@ class ImportItemError(BaseModel):
     item_index: int = Field(ge=0, description="The item's position in the import, from 0")
     error: str = Field(description="The error code, as in error responses")
     message: str = Field(description="What went wrong, without the item's content")
+    line: int | None = Field(
+        default=None,
+        ge=1,
+        description="Upload mode: the item's line in the uploaded file, from 1 (every "
+        "non-blank line is an item position)",
+    )
 
 
 class ImportChunk(BaseModel):
@@ -186,6 +192,10 @@ class ImportJob(BaseModel):
     chunks: tuple[ImportChunk, ...] = ()
     errors: tuple[ImportItemError, ...] = ()
     version: int = 0
+    # Upload mode: the size the file was declared with, and how many of its lines the split
+    # refused (each a failed item, never in a chunk).
+    upload_bytes: int | None = None
+    rejected: int = 0
 
     @property
     def owner(self) -> OwnerKey:
@@ -201,7 +211,7 @@ class ImportJob(BaseModel):
 
     @property
     def items_failed(self) -> int:
-        return sum(chunk.failed for chunk in self.chunks)
+        return sum(chunk.failed for chunk in self.chunks) + self.rejected
 
     def with_chunks(self, chunks: tuple[ImportChunk, ...], now: datetime) -> ImportJob:
         """The job once its chunks are decided (upload mode, after the file arrived)."""

@@ -103,3 +103,40 @@ def bootstrap(
         made = ensure_index(opensearch, index_alias, dimension, replicas=replicas)
         say(f"index alias {index_alias}: {'created' if made else 'exists'}")
     return urls
+
+
+def ensure_upload_bucket(s3: Any, bucket: str) -> bool:
+    """Create the import uploads bucket as the stack does (private, encrypted by default,
+    uploads expiring) unless it exists. True when it was created."""
+    try:
+        s3.head_bucket(Bucket=bucket)
+        return False
+    except s3.exceptions.ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code")) not in {"404", "NoSuchBucket"}:
+            raise
+    region = s3.meta.region_name
+    location = (
+        {}
+        if region == "us-east-1"
+        else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+    )
+    s3.create_bucket(Bucket=bucket, **location)
+    s3.put_public_access_block(
+        Bucket=bucket,
+        PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
+        },
+    )
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+        },
+    )
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=bucket, LifecycleConfiguration=resources.upload_bucket_lifecycle()
+    )
+    return True

@@ -210,3 +210,30 @@ def index_body(dimension: int, *, shards: int = 1, replicas: int = 0) -> dict[st
             },
         },
     }
+
+
+# -- S3: import uploads ---------------------------------------------------------------
+# An upload is read within minutes of its upload and deleted when its import completes; the
+# bucket's lifecycle removes whatever a failed or abandoned import left after this many days.
+UPLOAD_RETENTION_DAYS = 2
+# Parts of a multipart upload nobody completed cost storage without showing as objects.
+UPLOAD_ABORT_INCOMPLETE_DAYS = 1
+
+
+def upload_bucket_lifecycle() -> dict[str, Any]:
+    """The LifecycleConfiguration of the uploads bucket (S3 PutBucketLifecycleConfiguration)."""
+    from prme.model.uploads import UPLOAD_PREFIX
+
+    return {
+        "Rules": [
+            {
+                "ID": "expire-import-uploads",
+                "Status": "Enabled",
+                "Filter": {"Prefix": UPLOAD_PREFIX},
+                "Expiration": {"Days": UPLOAD_RETENTION_DAYS},
+                "AbortIncompleteMultipartUpload": {
+                    "DaysAfterInitiation": UPLOAD_ABORT_INCOMPLETE_DAYS
+                },
+            }
+        ]
+    }

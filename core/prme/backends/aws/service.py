@@ -22,6 +22,8 @@ class AwsClients:
     dynamodb: Any
     sqs: Any
     opensearch: Any
+    # Only where imports may be uploaded (PRME_UPLOAD_BUCKET): it signs their upload URLs.
+    s3: Any = None
 
 
 def build_clients(settings: Settings) -> AwsClients:
@@ -40,6 +42,22 @@ def build_clients(settings: Settings) -> AwsClients:
         sqs=DeadlineBoundClient(lambda config: session.client("sqs", config=config)),
         opensearch=build_opensearch_client(
             settings.opensearch_url, auth=settings.opensearch_auth, region=session.region_name
+        ),
+        s3=_upload_client(session) if settings.upload_bucket else None,
+    )
+
+
+def _upload_client(session: Any) -> Any:
+    """An S3 client that presigns with SigV4 (which signs the upload's Content-Length)."""
+    from botocore.config import Config
+
+    return session.client(
+        "s3",
+        config=Config(
+            signature_version="s3v4",
+            connect_timeout=3,
+            read_timeout=10,
+            retries={"mode": "standard"},
         ),
     )
 
@@ -74,6 +92,7 @@ def open_aws(
     from prme.backends.aws.dynamodb_limits import DynamoDbLimits
     from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
+    from prme.backends.aws.s3_upload_store import S3UploadStore
     from prme.backends.aws.sqs_import_queue import SqsImportQueue
     from prme.backends.aws.sqs_queue import SqsWorkQueue
     from prme.backends.clock import SystemClock
@@ -108,6 +127,11 @@ def open_aws(
         limits=LimitGate(limit_store, limit_store, settings.limits, clock),
         imports=DynamoDbImportJobStore(clients.dynamodb, settings.table_name),
         import_queue=SqsImportQueue(clients.sqs, specs["ingest"].name),
+        uploads=(
+            S3UploadStore(clients.s3, settings.upload_bucket, clock)
+            if settings.upload_bucket and clients.s3 is not None
+            else None
+        ),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)

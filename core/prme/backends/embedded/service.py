@@ -17,6 +17,7 @@ from prme.backends.embedded.sqlite_imports import (
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.backends.embedded.sqlite_limits import SqliteLimits
+from prme.backends.embedded.upload_store import UPLOADS_DIRECTORY, LocalUploadStore
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
@@ -96,6 +97,7 @@ def open_embedded(
         limits=LimitGate(limit_store, limit_store, limits or TenantLimits(), clock),
         imports=SqliteImportJobStore(imports),
         import_queue=import_queue,
+        uploads=LocalUploadStore(data_dir / UPLOADS_DIRECTORY, clock),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)

@@ -7,12 +7,14 @@ from prme.backends.memory.fakes import (
     RecordingWorkQueue,
 )
 from prme.backends.memory.imports import InMemoryImportJobStore, RecordingImportQueue
+from prme.backends.memory.upload_store import InMemoryUploadStore
 
 __all__ = [
     "InMemoryCredentialStore",
     "InMemoryImportJobStore",
     "InMemoryIndex",
     "InMemoryLedger",
+    "InMemoryUploadStore",
     "RecordingImportQueue",
     "RecordingWorkQueue",
 ]
