@@ -39,7 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import judgment_schemas, schemas
-from prme.model import erasure, feedback, imports, listings, portability, quantities
+from prme.model import erasure, feedback, imports, listings, portability, quantities, uploads
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
@@ -597,6 +597,26 @@ class _Calls:
     ) -> Call[imports.BulkImportStatus]:
         return Call("get_import", user_id, {"import_id": import_id})
 
+    def open_import_upload(
+        self, size_bytes: int, *, user_id: str | None = None, idempotency_key: str | None = None
+    ) -> Call[uploads.ImportUploadOpened]:
+        """The answer's `upload` says where to PUT the file (and whether with the API key);
+        then call start_import_upload."""
+        body = _validated(
+            schemas.ImportUploadRequest, {"size_bytes": size_bytes, "user_id": user_id}
+        )
+        return Call("open_import_upload", user_id, body=body, idempotency_key=idempotency_key)
+
+    def start_import_upload(
+        self, import_id: str, *, user_id: str | None = None, idempotency_key: str | None = None
+    ) -> Call[imports.BulkImportStatus]:
+        return Call(
+            "start_import_upload",
+            user_id,
+            {"import_id": import_id},
+            idempotency_key=idempotency_key,
+        )
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -825,6 +845,8 @@ class MemoryClient:
     aggregate_quantities_text = _blocking(_Calls.aggregate_quantities_text)
     submit_import = _blocking(_Calls.submit_import)
     get_import = _blocking(_Calls.get_import)
+    open_import_upload = _blocking(_Calls.open_import_upload)
+    start_import_upload = _blocking(_Calls.start_import_upload)
 
 
 class AsyncMemoryClient:
@@ -967,3 +989,5 @@ class AsyncMemoryClient:
     aggregate_quantities_text = _awaitable(_Calls.aggregate_quantities_text)
     submit_import = _awaitable(_Calls.submit_import)
     get_import = _awaitable(_Calls.get_import)
+    open_import_upload = _awaitable(_Calls.open_import_upload)
+    start_import_upload = _awaitable(_Calls.start_import_upload)

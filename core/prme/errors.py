@@ -336,6 +336,9 @@ STATUS_BY_ERROR: list[tuple[type[PrmeError], int]] = [
     (EmbeddingUnavailableError, 503),
     (EmbeddingModelMissingError, 503),
     (ProcessingIncompleteError, 503),
+    # A capability this deployment was not configured with (imports by upload without an
+    # upload store): no retry makes it work, and nothing is wrong with the request.
+    (OperationNotServedError, 501),
 ]
 
 CATEGORY_BY_STATUS = {
@@ -348,6 +351,7 @@ CATEGORY_BY_STATUS = {
     422: "invalid_request",
     429: "rate_limited",
     500: "internal",
+    501: "not_served",
     503: "unavailable",
 }
 

@@ -32,6 +32,7 @@ from prme.model import (
     listings,
     portability,
     quantities,
+    uploads,
 )
 from prme.model.limits import Limited, LimitsReport
 from prme.retrieval import receipts
@@ -448,6 +449,47 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=imports.BulkImportStatus,
         shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "open_import_upload",
+        Capability.MEMORIES,
+        "Open a bulk import for a large NDJSON file",
+        "For a file too large to send inline: save an import awaiting its file and answer "
+        "where to send it (a presigned URL on AWS, a path on this API when embedded), valid "
+        "for an hour. Send the file there in one PUT of exactly the declared size, one raw "
+        "source per line (the items of a fast ingest), then call POST "
+        "/v1/imports/{import_id}/start.",
+        http=HttpRoute(
+            "POST", "/v1/imports/uploads", Errors.WRITE, idempotency_key=True, status=201
+        ),
+        request=schemas.ImportUploadRequest,
+        response=uploads.ImportUploadOpened,
+        engine_input=uploads.UploadRequest,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "start_import_upload",
+        Capability.MEMORIES,
+        "Start a bulk import whose file was sent",
+        "Check the uploaded file's size, split it into chunks (a line that is not a valid item "
+        "becomes a failed item named by its line number, never its content) and hand the "
+        "chunks to the workers; the file is deleted once they have them. Calling it again "
+        "sends only chunks not yet committed. Follow the job with GET /v1/imports/{import_id}.",
+        http=HttpRoute(
+            "POST",
+            "/v1/imports/{import_id}/start",
+            Errors.READ,
+            idempotency_key=True,
+            status=202,
+            extra_errors={
+                400: "The file has not arrived, or is not the declared size",
+                409: "The import's items came inline: it has no file to start",
+            },
+        ),
+        request=None,
+        response=imports.BulkImportStatus,
+        shape=Shape.MOVE_ONE,
+        limited=Limited.STORE,
     ),
     Operation(
         "erase_owner",

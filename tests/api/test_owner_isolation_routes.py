@@ -149,6 +149,9 @@ ROUTES: dict[tuple[str, str], Case] = {
         "body", lambda _: {"items": [{"content": "A note"}]}, success=202
     ),
     ("GET", "/v1/imports/{import_id}"): Case("query", foreign=True),
+    ("POST", "/v1/imports/uploads"): Case("body", lambda _: {"size_bytes": 10}, success=201),
+    # Bob's import, started with alice's key: none of hers has that id.
+    ("POST", "/v1/imports/{import_id}/start"): Case("query", foreign=True),
     # Bob's import, named by alice's key: no upload of hers is open under that id.
     ("PUT", "/v1/imports/{import_id}/upload"): Case("query", _no_body, foreign=True),
     ("POST", "/v1/quantities/aggregate-text"): Case(

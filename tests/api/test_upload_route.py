@@ -13,13 +13,14 @@ from fastapi.testclient import TestClient
 from prme.backends.clock import ManualClock
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.embedding.hashing import HashingEmbedder
-from prme.engine.import_uploads import UploadRequest, open_upload_import, start_upload_import
+from prme.engine.import_uploads import open_upload_import, start_upload_import
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.model.enums import CredentialRole
 from prme.model.imports import ImportStatus
 from prme.model.records import OwnerKey
+from prme.model.uploads import UploadRequest
 from tests.harness.engines import TOKEN_COUNTER
 from tests.harness.http import bearer
 
@@ -73,7 +74,7 @@ def test_a_file_larger_than_the_body_limit_streams_to_its_import(
 ) -> None:
     client, backend, keys = served
     deps = backend.engine.deps
-    job, target = open_upload_import(deps, ALICE, UploadRequest(bytes=len(FILE)))
+    job, target = open_upload_import(deps, ALICE, UploadRequest(size_bytes=len(FILE)))
     assert target.send_api_key and target.url == f"/v1/imports/{job.import_id}/upload"
 
     answer = client.put(target.url, content=pieces(FILE), headers=keys["alice"])
@@ -95,7 +96,7 @@ def test_a_body_of_another_size_is_refused_and_nothing_is_kept(
 ) -> None:
     client, backend, keys = served
     deps = backend.engine.deps
-    job, target = open_upload_import(deps, ALICE, UploadRequest(bytes=len(FILE)))
+    job, target = open_upload_import(deps, ALICE, UploadRequest(size_bytes=len(FILE)))
 
     streamed = client.put(target.url, content=pieces(body), headers=keys["alice"])
     declared = client.put(target.url, content=body, headers=keys["alice"])
@@ -111,7 +112,7 @@ def test_only_the_owner_with_a_key_may_upload(
 ) -> None:
     client, backend, keys = served
     deps = backend.engine.deps
-    job, target = open_upload_import(deps, ALICE, UploadRequest(bytes=len(FILE)))
+    job, target = open_upload_import(deps, ALICE, UploadRequest(size_bytes=len(FILE)))
 
     assert client.put(target.url, content=FILE).status_code == 401
     assert client.put(target.url, content=FILE, headers=keys["bob"]).status_code == 404

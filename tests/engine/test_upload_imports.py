@@ -14,10 +14,11 @@ import pytest
 
 from prme.backends.memory import RecordingImportQueue
 from prme.engine import import_uploads
-from prme.engine.import_uploads import UploadRequest, open_upload_import, start_upload_import
+from prme.engine.import_uploads import open_upload_import, start_upload_import
 from prme.engine.service import MemoryEngine
 from prme.errors import BadRequestError, ConflictError, NotFoundError, StorageUnavailableError
 from prme.model.imports import ImportChunkMessage, ImportMode, ImportStatus
+from prme.model.uploads import UploadRequest
 from tests.harness.engines import ALICE, BOB, Harness, embedded_harness, memory_harness
 from tests.harness.uploads import (
     UploadBackend,
@@ -73,7 +74,7 @@ def deliver_all(h: Harness, times: int = 1) -> None:
 
 
 def upload_and_start(h: Harness, uploads: UploadBackend, data: bytes) -> str:
-    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)))
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)))
     assert uploads.send(ALICE, job.import_id, target, data) == "stored"
     start_upload_import(h.engine.deps, ALICE, job.import_id)
     return job.import_id
@@ -84,7 +85,7 @@ def test_an_uploaded_file_is_split_committed_once_and_its_bad_line_reported(
 ) -> None:
     h, uploads = backend
     data = ndjson(150, bad_lines={60: b'{"content": "half a line'})
-    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)))
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)))
     assert (job.mode, job.status) == (ImportMode.UPLOAD, ImportStatus.AWAITING_UPLOAD)
     assert target.size_bytes == len(data)
 
@@ -130,7 +131,7 @@ def test_a_file_of_another_size_is_refused_unread_and_may_be_sent_again(
 ) -> None:
     h, uploads = backend
     data = ndjson(5)
-    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data) + 7))
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data) + 7))
 
     uploads.send(ALICE, job.import_id, target, data)
     if uploads.store.uploaded_size(ALICE, job.import_id) is not None:
@@ -140,7 +141,7 @@ def test_a_file_of_another_size_is_refused_unread_and_may_be_sent_again(
     with pytest.raises(BadRequestError, match="has not arrived"):
         start_upload_import(h.engine.deps, ALICE, job.import_id)
 
-    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)))
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)))
     assert uploads.send(ALICE, job.import_id, target, data) == "stored"
     start_upload_import(h.engine.deps, ALICE, job.import_id)
     assert h.engine.get_import(ALICE, job.import_id).status is ImportStatus.QUEUED
@@ -150,16 +151,18 @@ def test_a_file_of_another_size_is_refused_unread_and_may_be_sent_again(
 def test_a_key_gives_the_same_job_until_it_starts(backend: tuple[Harness, UploadBackend]) -> None:
     h, uploads = backend
     data, key = ndjson(3), str(uuid.uuid4())
-    first, _ = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)), key)
-    again, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)), key)
+    first, _ = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)), key)
+    again, target = open_upload_import(
+        h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)), key
+    )
     assert again.import_id == first.import_id
     with pytest.raises(ConflictError):
-        open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data) + 1), key)
+        open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data) + 1), key)
 
     assert uploads.send(ALICE, first.import_id, target, data) == "stored"
     start_upload_import(h.engine.deps, ALICE, first.import_id)
     with pytest.raises(ConflictError, match="started"):
-        open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)), key)
+        open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)), key)
 
 
 def test_another_owner_can_neither_start_nor_read_the_import(
@@ -167,7 +170,7 @@ def test_another_owner_can_neither_start_nor_read_the_import(
 ) -> None:
     h, uploads = backend
     data = ndjson(3)
-    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)))
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)))
     assert uploads.send(ALICE, job.import_id, target, data) == "stored"
 
     with pytest.raises(NotFoundError):
@@ -211,7 +214,7 @@ def test_a_start_cut_off_mid_way_resends_only_what_is_not_committed(
     h, uploads = backend
     monkeypatch.setattr(import_uploads, "_SEND_BATCH", 2)
     data = ndjson(200)  # 5 chunks of 49 items at most: hand-overs of 2, 2 and 1
-    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(bytes=len(data)))
+    job, target = open_upload_import(h.engine.deps, ALICE, UploadRequest(size_bytes=len(data)))
     assert uploads.send(ALICE, job.import_id, target, data) == "stored"
     flaky = MemoryEngine(
         replace(h.engine.deps, import_queue=QueueLostAfterFirstBatch(h.import_queue))

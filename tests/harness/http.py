@@ -3,10 +3,14 @@ and another tenant's owner, and a TestClient over the real app."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -16,13 +20,16 @@ from prme.backends.clock import ManualClock
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.credentials import CredentialService
+from prme.engine.service import MemoryEngine
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
 from prme.http.dependencies import ApiRuntime
 from prme.model.enums import CredentialRole
 from prme.operations import McpToolSet
+from prme.ports import UploadStore
 from tests.harness.aws import aws_harness
 from tests.harness.engines import TOKEN_COUNTER
+from tests.harness.uploads import s3_client
 
 TENANT = "acme"
 # The first request of an MCP session over streamable HTTP, and the headers it needs.
@@ -71,7 +78,8 @@ def api_app(
         engine, creds, close = backend.engine, backend.credentials, backend.close
     else:
         h = aws_harness(*request.getfixturevalue("aws_resources"))
-        engine = h.engine
+        # Imports by upload need a bucket: one per test process, as a deployment has one.
+        engine = MemoryEngine(replace(h.engine.deps, uploads=_process_upload_store(h.clock)))
         creds = CredentialService(h.ledger, h.clock)  # type: ignore[arg-type]
     keys = {
         "alice": creds.create(tenant_id=TENANT, owner_id="alice", role=CredentialRole.OWNER).secret,
@@ -107,3 +115,20 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
             bearer(keys["operator"]),
             bearer(keys["other"]),
         )
+
+
+@cache
+def _process_bucket() -> tuple[Any, str]:
+    from prme.backends.aws.bootstrap import ensure_upload_bucket
+
+    client = s3_client(os.environ["AWS_ENDPOINT_URL"])
+    bucket = f"prme-api-{uuid.uuid4().hex[:12]}"
+    ensure_upload_bucket(client, bucket)
+    return client, bucket
+
+
+def _process_upload_store(clock: ManualClock) -> UploadStore:
+    from prme.backends.aws.s3_upload_store import S3UploadStore
+
+    client, bucket = _process_bucket()
+    return S3UploadStore(client, bucket, clock)

@@ -26,15 +26,12 @@ UPLOADED = (
 
 def upload_split_and_commit(deployment: IamDeployment, run_as: RunAs) -> None:
     from functions import ingest_consumer, runtime
-    from prme.engine.import_uploads import (
-        UploadRequest,
-        open_upload_import,
-        start_upload_import,
-    )
+    from prme.engine.import_uploads import open_upload_import, start_upload_import
+    from prme.model.uploads import UploadRequest
 
     run_as("api")
     deps = runtime.backend().engine.deps
-    job, target = open_upload_import(deps, ALICE, UploadRequest(bytes=len(UPLOADED)))
+    job, target = open_upload_import(deps, ALICE, UploadRequest(size_bytes=len(UPLOADED)))
     assert target.size_bytes == len(UPLOADED)
     s3 = deployment.admin("s3")
     key = upload_object_key(ALICE, job.import_id)

@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from prme.engine.import_uploads import UploadRequest, open_upload_import, start_upload_import
+from prme.engine.import_uploads import open_upload_import, start_upload_import
 from prme.model.imports import ImportStatus
+from prme.model.uploads import UploadRequest
 from tests.harness.iam import new_container
 from tests.harness.lambda_events import ALICE, Deployed, FakeLambdaContext, sqs_records
 from tests.harness.uploads import upload_bucket
@@ -81,7 +82,7 @@ def test_a_multi_megabyte_upload_is_split_consumed_and_counted_exactly(
         new_container()
         engine = runtime.backend().engine
 
-        job, target = open_upload_import(engine.deps, ALICE, UploadRequest(bytes=len(data)))
+        job, target = open_upload_import(engine.deps, ALICE, UploadRequest(size_bytes=len(data)))
         answer = httpx.put(target.url, content=data, headers=target.headers, timeout=60.0)
         assert answer.status_code == 200
         started = start_upload_import(engine.deps, ALICE, job.import_id)

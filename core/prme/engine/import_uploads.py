@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import request_digest
 from prme.engine.import_split import (
@@ -37,7 +35,7 @@ from prme.model.imports import (
     ImportStatus,
 )
 from prme.model.records import OwnerKey
-from prme.model.uploads import MAX_UPLOAD_BYTES, UploadTarget
+from prme.model.uploads import UploadRequest, UploadTarget
 from prme.ports import ImportJobStore, ImportQueue, UploadStore
 
 OPEN_OPERATION = "open_import_upload"
@@ -48,18 +46,6 @@ UPLOAD_LIFETIME = timedelta(hours=1)
 MAX_UPLOAD_CHUNKS = 2_000
 # Chunk messages handed to the queue at a time, so a large file's items are never all held.
 _SEND_BATCH = 10
-
-
-class UploadRequest(BaseModel):
-    """An import by upload: the size of the file that will be sent."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    bytes: int = Field(
-        ge=1,
-        le=MAX_UPLOAD_BYTES,
-        description=f"The exact size of the NDJSON file in bytes, at most {MAX_UPLOAD_BYTES}",
-    )
 
 
 def _ports(deps: EngineDeps) -> tuple[ImportJobStore, ImportQueue, UploadStore]:
@@ -86,7 +72,7 @@ def open_upload_import(
         updated_at=now,
         request_sha256=digest,
         idempotency_key=idempotency_key,
-        upload_bytes=request.bytes,
+        upload_bytes=request.size_bytes,
     )
     try:
         store.create_import(job)
@@ -100,7 +86,7 @@ def open_upload_import(
             raise ConflictError("the import has started; its upload is closed") from None
         job = existing
     target = uploads.create_upload(
-        owner, job.import_id, size_bytes=request.bytes, expires_at=now + UPLOAD_LIFETIME
+        owner, job.import_id, size_bytes=request.size_bytes, expires_at=now + UPLOAD_LIFETIME
     )
     return job, target
 
@@ -115,7 +101,7 @@ def start_upload_import(
     store, _, uploads = _ports(deps)
     job = get_import(deps, owner, import_id)
     if job.mode is not ImportMode.UPLOAD:
-        raise BadRequestError("This import's items came with it; there is no file to start")
+        raise ConflictError("This import's items came with it; there is no file to start")
     if job.status in FINISHED:
         return job
     size = uploads.uploaded_size(owner, import_id)

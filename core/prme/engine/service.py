@@ -10,6 +10,7 @@ from prme.engine import (
     erase,
     expiry,
     feedback,
+    import_uploads,
     imports,
     ingest,
     ingest_fast,
@@ -45,7 +46,7 @@ from prme.model.feedback import (
     RelevanceRecord,
     ReplayReport,
 )
-from prme.model.imports import BulkImportInput, ImportChunkMessage, ImportJob
+from prme.model.imports import BulkImportInput, BulkImportStatus, ImportChunkMessage, ImportJob
 from prme.model.inputs import (
     FastIngestInput,
     IngestInput,
@@ -60,6 +61,7 @@ from prme.model.quantities import (
     QuantityQuestionAnswer,
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
+from prme.model.uploads import ImportUploadOpened, UploadRequest
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.response_size import ResponseBudget
 from prme.retrieval.results import RetrievalResponse
@@ -334,6 +336,20 @@ class MemoryEngine:
 
     def get_import(self, owner: OwnerKey, import_id: str) -> ImportJob:
         return imports.get_import(self.deps, owner, import_id)
+
+    def open_import_upload(
+        self, owner: OwnerKey, request: UploadRequest, *, idempotency_key: str | None = None
+    ) -> ImportUploadOpened:
+        job, target = import_uploads.open_upload_import(self.deps, owner, request, idempotency_key)
+        return ImportUploadOpened(job=BulkImportStatus.of(job), upload=target)
+
+    def start_import_upload(
+        self, owner: OwnerKey, import_id: str, *, idempotency_key: str | None = None
+    ) -> ImportJob:
+        # Starting twice is harmless (chunks already handed over are not sent again): the key
+        # adds nothing a repeat would not already give.
+        del idempotency_key
+        return import_uploads.start_upload_import(self.deps, owner, import_id)
 
     def commit_import_chunk(self, message: ImportChunkMessage) -> imports.ChunkOutcome:
         return imports.commit_import_chunk(self.deps, message)

@@ -17,6 +17,7 @@ from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, Store
 from prme.model.listings import EventFilter, EventPage, NodeFilter, NodePage
 from prme.model.portability import ImportBatch
 from prme.model.records import Credential, Event, MemoryNode, WorkItem
+from prme.model.uploads import UploadRequest
 from prme.retrieval.results import (
     ContextBundle,
     ResponseSizeLimit,
@@ -519,5 +520,13 @@ class BulkImportRequest(BulkImportInput):
     """POST /v1/imports: a bulk import of raw sources for one owner, committed in chunks."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [FAST_INGEST_EXAMPLE]})
+
+    user_id: str | None = USER_ID
+
+
+class ImportUploadRequest(UploadRequest):
+    """POST /v1/imports/uploads: open a bulk import for one owner's NDJSON file."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"size_bytes": 52_428_800}]})
 
     user_id: str | None = USER_ID

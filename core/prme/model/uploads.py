@@ -14,6 +14,7 @@ from uuid import UUID
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from prme.model.imports import BulkImportStatus
 from prme.model.records import OwnerKey
 
 # The largest file an import takes by upload. The splitter's memory does not grow with it,
@@ -83,3 +84,26 @@ def seconds_until(expires_at: datetime, now: datetime) -> int:
 
 # The embedded server's upload route: the path an embedded target names, relative to the API.
 EMBEDDED_UPLOAD_PATH = "/v1/imports/{import_id}/upload"
+
+
+class UploadRequest(BaseModel):
+    """An import by upload: the size of the file that will be sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size_bytes: int = Field(
+        ge=1,
+        le=MAX_UPLOAD_BYTES,
+        description=f"The exact size of the NDJSON file in bytes, at most {MAX_UPLOAD_BYTES}",
+    )
+
+
+class ImportUploadOpened(BaseModel):
+    """An import opened for a file: the job awaiting it, and where and how to send the file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    job: BulkImportStatus = Field(
+        description="The import, awaiting_upload until POST /v1/imports/{import_id}/start"
+    )
+    upload: UploadTarget = Field(description="Where and how to send the NDJSON file")
