@@ -31,6 +31,7 @@ from prme.model.records import (
     WorkItem,
 )
 from prme.model.search import EmbeddingModelInfo, IndexDocument, IndexHits, IndexQuery
+from prme.model.usage import UsageEntry, UsageQuery, UsageTotal
 
 
 @runtime_checkable
@@ -304,3 +305,21 @@ class WorkQueue(Protocol):
     """Where pending work is announced after commit; losing a message loses nothing."""
 
     def enqueue(self, items: Sequence[WorkItem]) -> None: ...
+
+
+class UsageLog(Protocol):
+    """Metered usage, one entry per operation; what an operator bills from.
+
+    An entry's id is deterministic, so a retried operation records the same entry again:
+    the log keeps the first one and skips the repeat (a conditional write), never counting
+    an operation twice."""
+
+    def record(self, entries: Sequence[UsageEntry]) -> None:
+        """Save entries; an entry whose id the tenant already has is skipped. Raises
+        StorageUnavailableError (the engine logs it and goes on)."""
+        ...
+
+    def totals(self, tenant_id: str, query: UsageQuery) -> list[UsageTotal]:
+        """The tenant's entries with `query.start <= at < query.end` (of one owner when
+        `query.owner_ref` is set), summed per period and kind, in that order."""
+        ...

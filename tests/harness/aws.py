@@ -144,9 +144,11 @@ def aws_harness(
     Writes are searchable at once unless `refresh_on_write` is off, as the stack deploys it
     (tests/backends/test_deployed_refresh.py)."""
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
     from prme.backends.aws.opensearch_index import OpenSearchIndex
 
     ledger = DynamoDbLedger(dynamodb, table)
+    usage = DynamoDbUsageLog(dynamodb, table)
     index = OpenSearchIndex(opensearch, alias, refresh_on_write=refresh_on_write)
     queue, clock, embedder = RecordingWorkQueue(), ManualClock(), HashingEmbedder()
     deps = EngineDeps(
@@ -157,6 +159,7 @@ def aws_harness(
         clock=clock,
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
+        usage=usage,
     )
     return Harness(
         MemoryEngine(deps),
@@ -167,4 +170,5 @@ def aws_harness(
         embedder,
         ledger,
         lambda: scan_aws(dynamodb, table, opensearch, alias),
+        usage=usage,
     )

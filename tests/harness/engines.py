@@ -13,6 +13,7 @@ from prme.backends.memory import (
     InMemoryCredentialStore,
     InMemoryIndex,
     InMemoryLedger,
+    InMemoryUsageLog,
     RecordingWorkQueue,
 )
 from prme.embedding.hashing import HashingEmbedder
@@ -20,7 +21,7 @@ from prme.engine.config import EngineConfig
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.model.records import OwnerKey
-from prme.ports import CredentialStore, Embedder, Ledger, SearchIndex
+from prme.ports import CredentialStore, Embedder, Ledger, SearchIndex, UsageLog
 from prme.retrieval.tokens import Cl100kTokenCounter
 from tests.harness.store_scan import scan_memory, scan_sqlite
 
@@ -42,6 +43,8 @@ class Harness:
     # The API keys beside this ledger, and every stored record as text read from the stores.
     credentials: CredentialStore = field(default_factory=InMemoryCredentialStore)
     scan_stores: Callable[[], list[str]] = field(default=list)
+    # The usage log the engine meters into (issue 19's metering).
+    usage: UsageLog | None = None
 
 
 def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None = None) -> Harness:
@@ -53,6 +56,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         ManualClock(),
     )
     embedder = embedder or HashingEmbedder()
+    usage = InMemoryUsageLog()
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -61,6 +65,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         clock=clock,
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
+        usage=usage,
     )
     return Harness(
         MemoryEngine(deps),
@@ -71,6 +76,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         embedder,
         credentials,
         lambda: scan_memory(ledger, index),
+        usage=usage,
     )
 
 
@@ -91,6 +97,7 @@ def embedded_harness(
         clock=clock,
         token_counter=TOKEN_COUNTER,
         config=config or EngineConfig(),
+        usage=backend.usage,
     )
     return Harness(
         MemoryEngine(deps),
@@ -101,4 +108,5 @@ def embedded_harness(
         embedder,
         backend.ledger,
         lambda: scan_sqlite(data_dir),
+        usage=backend.usage,
     )

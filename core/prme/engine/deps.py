@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prme.engine.config import EngineConfig
-from prme.ports import Clock, Embedder, Extractor, Ledger, SearchIndex, WorkQueue
+from prme.ports import Clock, Embedder, Extractor, Ledger, SearchIndex, UsageLog, WorkQueue
 from prme.retrieval.tokens import TokenCounter
 
 
@@ -32,3 +32,5 @@ class EngineDeps:
     config: EngineConfig = field(default_factory=EngineConfig)
     ids: Callable[[], str] = new_id
     extractor: Extractor = field(default_factory=_default_extractor)
+    # Where metered usage is recorded; None meters nothing (and /v1/usage reads as empty).
+    usage: UsageLog | None = None

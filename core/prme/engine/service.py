@@ -15,6 +15,7 @@ from prme.engine import (
     ingest_fast,
     lifecycle,
     manage,
+    metering,
     portability,
     quantities,
     reads,
@@ -58,6 +59,7 @@ from prme.model.quantities import (
     QuantityQuestionAnswer,
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
+from prme.model.usage import UsagePeriod, UsageReport
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.response_size import ResponseBudget
 from prme.retrieval.results import RetrievalResponse
@@ -116,9 +118,11 @@ class MemoryEngine:
         *,
         response_budget: ResponseBudget | None = None,
     ) -> RetrievalResponse:
-        return retrieve.retrieve_memories(
+        response = retrieve.retrieve_memories(
             self.deps, owner, request, response_budget=response_budget
         )
+        metering.meter_retrieval(self.deps, owner, response)
+        return response
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event:
         return reads.get_event(self.deps, owner, event_id)
@@ -156,7 +160,9 @@ class MemoryEngine:
         )
 
     def delete_memory(self, owner: OwnerKey, event_id: str) -> listings.MemoryDeletion:
-        return manage.delete_memory(self.deps, owner, event_id)
+        deletion = manage.delete_memory(self.deps, owner, event_id)
+        metering.meter_deletion(self.deps, owner, deletion)
+        return deletion
 
     def erase_owner(self, owner: OwnerKey, *, confirm: str) -> OwnerErasure:
         return erase.erase_owner(self.deps, owner, confirm=confirm)
@@ -324,3 +330,17 @@ class MemoryEngine:
 
     def aggregate_quantities_text(self, owner: OwnerKey, question: str) -> QuantityQuestionAnswer:
         return quantities.aggregate_text(self.deps, owner, question)
+
+    # -- metering (engine/metering.py) --
+    def get_usage(
+        self,
+        tenant_id: str,
+        *,
+        user_id: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        period: UsagePeriod = "day",
+    ) -> UsageReport:
+        return metering.usage_report(
+            self.deps, tenant_id, user_id=user_id, start=start, end=end, period=period
+        )

@@ -10,6 +10,7 @@ from prme.backends.clock import SystemClock
 from prme.backends.embedded.sqlite import Synchronous, private_directory
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
+from prme.backends.embedded.sqlite_usage import SqliteUsageLog
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
 from prme.engine.deps import EngineDeps
@@ -20,6 +21,7 @@ from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
 
 LEDGER_FILE = "ledger.sqlite3"
 INDEX_FILE = "index.sqlite3"
+USAGE_FILE = "usage.sqlite3"
 
 
 class InProcessWorkQueue:
@@ -38,10 +40,13 @@ class EmbeddedBackend:
     credentials: CredentialService
     ledger: SqliteLedger
     index: SqliteVectorIndex
+    usage: SqliteUsageLog | None = None
 
     def close(self) -> None:
         self.index.close()
         self.ledger.close()
+        if self.usage is not None:
+            self.usage.close()
 
 
 def open_embedded(
@@ -59,6 +64,7 @@ def open_embedded(
     private_directory(data_dir)
     ledger = SqliteLedger(data_dir / LEDGER_FILE, synchronous=synchronous)
     index = SqliteVectorIndex(data_dir / INDEX_FILE, synchronous=synchronous)
+    usage = SqliteUsageLog(data_dir / USAGE_FILE, synchronous=synchronous)
     if embedder is None:
         from prme.embedding.minilm import MiniLmEmbedder
 
@@ -72,6 +78,7 @@ def open_embedded(
         clock=clock,
         token_counter=token_counter or Cl100kTokenCounter(),
         config=config or EngineConfig(),
+        usage=usage,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
@@ -83,5 +90,9 @@ def open_embedded(
             if report.processed == 0:
                 break
     return EmbeddedBackend(
-        engine=engine, credentials=CredentialService(ledger, clock), ledger=ledger, index=index
+        engine=engine,
+        credentials=CredentialService(ledger, clock),
+        ledger=ledger,
+        index=index,
+        usage=usage,
     )

@@ -6,5 +6,12 @@ from prme.backends.memory.fakes import (
     InMemoryLedger,
     RecordingWorkQueue,
 )
+from prme.backends.memory.usage_log import InMemoryUsageLog
 
-__all__ = ["InMemoryCredentialStore", "InMemoryIndex", "InMemoryLedger", "RecordingWorkQueue"]
+__all__ = [
+    "InMemoryCredentialStore",
+    "InMemoryIndex",
+    "InMemoryLedger",
+    "InMemoryUsageLog",
+    "RecordingWorkQueue",
+]
