@@ -23,7 +23,16 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 
 from prme.http import judgment_schemas, schemas
-from prme.model import bindings, erasure, feedback, inputs, listings, portability, quantities
+from prme.model import (
+    bindings,
+    erasure,
+    feedback,
+    inputs,
+    listings,
+    portability,
+    quantities,
+    usage,
+)
 from prme.retrieval import receipts
 
 
@@ -39,6 +48,7 @@ class Capability(StrEnum):
     QUANTITIES = "quantities"
     KEYS = "keys"
     OPERATOR = "operator"
+    USAGE = "usage"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -51,6 +61,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.QUANTITIES: "Exact totals of extracted amounts and counts, per unit.",
     Capability.KEYS: "API keys of a tenant's users, managed by the tenant's operator keys.",
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
+    Capability.USAGE: "Metered usage of the operator's tenant, summed per period and kind.",
 }
 
 
@@ -162,6 +173,9 @@ class Operation:
     # What serves it: the engine (`MemoryEngine`), or the key service (`CredentialService`).
     served_by: Literal["engine", "credentials"] = "engine"
     shape: Shape = Shape.ADAPTER
+    # Whether each call that does the work records a usage entry of this operation's name
+    # (`prme.engine.metering`; docs/usage.md lists the units of each).
+    metered: bool = False
 
     @property
     def engine_method(self) -> str:
@@ -208,6 +222,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.StoreRequest,
         response=schemas.StoreResponse,
+        metered=True,
         engine_input=inputs.StoreInput,
         shape=Shape.WRITE_BODY,
     ),
@@ -227,6 +242,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.IngestRequest,
         response=schemas.IngestResponse,
+        metered=True,
         engine_input=inputs.IngestInput,
         shape=Shape.WRITE_BODY,
     ),
@@ -244,6 +260,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.FastIngestRequest,
         response=schemas.FastIngestResponse,
+        metered=True,
         engine_input=inputs.FastIngestInput,
         shape=Shape.WRITE_BODY,
     ),
@@ -272,6 +289,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
+        metered=True,
     ),
     Operation(
         "get_event",
@@ -356,6 +374,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=None,
         response=listings.MemoryDeletion,
+        metered=True,
         # Table-built like a read: engine.delete_memory(owner, event_id) on the path's id.
         shape=Shape.READ_ONE,
     ),
@@ -821,6 +840,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "Every owner of a tenant with stored events (for reindexing a tenant).",
         caller=Caller.OPERATOR,
         client=False,
+    ),
+    # -- metering: what each tenant used, for its operator (issue 19) --
+    Operation(
+        "get_usage",
+        Capability.USAGE,
+        "Sum the tenant's usage",
+        "The operator's tenant's metered usage (records written and returned, context tokens, "
+        "bytes, embedding and extraction model calls) summed per UTC day or month and per kind "
+        "of operation, for the whole tenant or one user. Each operation counts once, however "
+        "often it was retried.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("GET", "/v1/usage"),
+        request=None,
+        response=usage.UsageReport,
     ),
 )
 

@@ -155,6 +155,8 @@ OWNERLESS_ROUTES = {
     # Operator-only too (an owner key is refused before anything is read); a caller's tenant is
     # the only one it can name (tests/engine/test_erase_owner.py, tests/api/test_erase_routes.py).
     ("DELETE", "/v1/owner"),
+    # Operator-only, summing the key's own tenant (tests/api/test_usage_routes.py).
+    ("GET", "/v1/usage"),
 }
 
 TOOLS: dict[str, Case] = {

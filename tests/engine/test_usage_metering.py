@@ -12,7 +12,8 @@ from prme.backends.memory import InMemoryUsageLog
 from prme.engine.materialize import materialize_work
 from prme.model.enums import WorkStatus
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
-from prme.model.usage import UsageTotal, UsageUnits
+from prme.model.usage import METERED_WORK_KINDS, UsageTotal, UsageUnits
+from prme.operations import OPERATIONS
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness
 
 STORE_KEY = "5b0c9a10-1d2e-4f3a-8b4c-5d6e7f8a9b01"
@@ -89,6 +90,8 @@ def test_a_scripted_workload_is_metered_exactly(any_backend: Harness) -> None:
         "store": (2, UsageUnits(records=2, bytes_in=utf8(*FACTS), embeddings=2)),
     }
     assert sum(r.metrics.tokens_used for r in retrievals) > 0
+    # The workload covers every kind the operations table meters, and nothing else is metered.
+    assert set(expected) == {op.name for op in OPERATIONS if op.metered} | set(METERED_WORK_KINDS)
     assert day_totals(h, "alice") == [
         UsageTotal(period=day, kind=kind, operations=count, units=units)
         for kind, (count, units) in sorted(expected.items())

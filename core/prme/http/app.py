@@ -18,6 +18,7 @@ from prme.http import (
     routes_manage,
     routes_portability,
     routes_quantities,
+    routes_usage,
     table_routes,
 )
 from prme.http.auth import LoopbackOnlyMiddleware
@@ -99,6 +100,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_portability.register(app, engine)
     routes_quantities.register(app, engine)
     routes_keys.register(app, runtime)
+    routes_usage.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,
