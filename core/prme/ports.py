@@ -315,7 +315,7 @@ class UsageLog(Protocol):
     an operation twice."""
 
     def record(self, entries: Sequence[UsageEntry]) -> None:
-        """Save entries; an entry whose id the tenant already has is skipped. Raises
+        """Save entries; an entry whose id its owner already has is skipped. Raises
         StorageUnavailableError (the engine logs it and goes on)."""
         ...
 

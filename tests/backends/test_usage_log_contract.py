@@ -93,9 +93,9 @@ def test_an_entry_recorded_again_counts_once_and_keeps_its_first_units(
     usage_log: UsageLog,
 ) -> None:
     usage_log.record([entry("materialize", ALICE, "w1", records=1, embeddings=1)])
-    # A redelivered work item finds its node built: the same entry id with other units.
-    usage_log.record([entry("materialize", ALICE, "w1", DAY + timedelta(minutes=5), embeddings=1)])
     usage_log.record([entry("materialize", ALICE, "w1", records=1, embeddings=1)])
+    # A work item processed again finds its node built: the same entry id with other units.
+    usage_log.record([entry("materialize", ALICE, "w1", DAY + timedelta(minutes=5), embeddings=1)])
     assert usage_log.totals("t1", whole()) == [
         UsageTotal(
             period="2026-11-30",
@@ -114,12 +114,14 @@ def test_tenants_are_apart_and_an_owner_filter_sums_one_owner(usage_log: UsageLo
             entry("store", BOB, "b", records=1, bytes_in=3),
         ]
     )
+    # Owners pick their Idempotency-Keys on their own: the same key is another entry.
+    usage_log.record([entry("store", BOB, "same-key", records=1, bytes_in=4)])
     (other,) = usage_log.totals("t2", whole())
     assert (other.operations, other.units.bytes_in) == (1, 99)
     (bob,) = usage_log.totals("t1", whole(owner=BOB))
-    assert (bob.operations, bob.units.bytes_in) == (1, 3)
+    assert (bob.operations, bob.units.bytes_in) == (2, 7)
     (tenant,) = usage_log.totals("t1", whole())
-    assert (tenant.operations, tenant.units.bytes_in) == (2, 3)
+    assert (tenant.operations, tenant.units.bytes_in) == (3, 7)
     assert usage_log.totals("t3", whole()) == []
 
 

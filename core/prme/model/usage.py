@@ -79,7 +79,8 @@ class UsageUnits(BaseModel):
 class UsageEntry(BaseModel):
     """One metered operation. `entry_id` is deterministic (the kind and what the operation
     acted on: a write's event or key, a retrieval's request id, a work item's id), so a
-    retried request or a redelivered message makes the same entry, which a log keeps once."""
+    retried request or a redelivered message makes the same entry, which a log keeps once
+    per owner (owners choose their Idempotency-Keys independently)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS usage_entries (
     at TEXT NOT NULL,
     expires_at TEXT NOT NULL,
     {", ".join(f"{unit} INTEGER NOT NULL" for unit in _UNITS)},
-    PRIMARY KEY (tenant, entry_id)
+    PRIMARY KEY (tenant, owner_ref, entry_id)
 );
 CREATE INDEX IF NOT EXISTS usage_by_time ON usage_entries (tenant, at);
 """
@@ -32,7 +32,7 @@ _PERIOD_LENGTH = {"day": 10, "month": 7}
 
 
 class SqliteUsageLog:
-    """Implements `UsageLog`: INSERT OR IGNORE on (tenant, entry id) keeps an entry once,
+    """Implements `UsageLog`: INSERT OR IGNORE on (tenant, owner, entry id) keeps an entry once,
     and the sums are one GROUP BY."""
 
     def __init__(self, path: Path, *, synchronous: Synchronous = "normal") -> None:

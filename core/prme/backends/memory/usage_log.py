@@ -12,19 +12,19 @@ class InMemoryUsageLog:
     """Implements `UsageLog`; `failing` makes every write raise, as a store that is down."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[str, str], UsageEntry] = {}
+        self.entries: dict[tuple[str, str, str], UsageEntry] = {}
         self.failing = False
 
     def record(self, entries: Sequence[UsageEntry]) -> None:
         if self.failing:
             raise StorageUnavailableError()
         for entry in entries:
-            self.entries.setdefault((entry.tenant_id, entry.entry_id), entry)
+            self.entries.setdefault((entry.tenant_id, entry.owner_ref, entry.entry_id), entry)
 
     def totals(self, tenant_id: str, query: UsageQuery) -> list[UsageTotal]:
         chosen = (
             entry
-            for (tenant, _), entry in self.entries.items()
+            for (tenant, _, _), entry in self.entries.items()
             if tenant == tenant_id
             and query.start <= entry.at < query.end
             and (query.owner_ref is None or entry.owner_ref == query.owner_ref)
