@@ -12,8 +12,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.limits import LAMBDA_MARGIN_MS
-from functions.usage_metrics import USAGE_NOT_RECORDED_METRIC, TenantMetricsUsageLog
-from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
+from functions.usage_metrics import TenantMetricsUsageLog
+from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC, USAGE_NOT_RECORDED_METRIC
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
 from prme.engine.deadlines import Deadline, deadline_scope

@@ -17,7 +17,6 @@ from prme.ports import UsageLog
 TENANT_DIMENSION = "tenant"
 TENANT_OPERATIONS_METRIC = "TenantOperations"
 TENANT_TOKENS_METRIC = "TenantTokens"
-USAGE_NOT_RECORDED_METRIC = "UsageNotRecorded"
 
 
 class TenantMetricsUsageLog:

@@ -49,8 +49,8 @@ def test_a_metered_request_emits_its_tenants_metrics(
 def test_a_failing_usage_log_is_counted_and_the_request_still_succeeds(
     deployed: Deployed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from functions.usage_metrics import USAGE_NOT_RECORDED_METRIC
     from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
+    from prme.backends.aws.resources import USAGE_NOT_RECORDED_METRIC
     from prme.errors import StorageUnavailableError
 
     def down(self: DynamoDbUsageLog, entries: Any) -> None:
