@@ -136,3 +136,17 @@ def test_a_usage_report_refuses_an_empty_or_overlong_range(harness: Harness) -> 
     assert report.period == "day"
     assert report.start == datetime(2025, 1, 1, tzinfo=UTC)  # the harness clock's month
     assert report.totals == []
+
+
+def test_a_redelivered_bulk_import_counts_each_chunk_once(harness: Harness) -> None:
+    from prme.model.inputs import MAX_FAST_INGEST_ITEMS, FastIngestItem
+
+    h = harness
+    items = [FastIngestItem(content=f"line {n}") for n in range(MAX_FAST_INGEST_ITEMS + 3)]
+    key = "5b0c9a10-1d2e-4f3a-8b4c-5d6e7f8a9b04"
+    first = h.engine.ingest_import(ALICE, items, idempotency_key=key)
+    again = h.engine.ingest_import(ALICE, items, idempotency_key=key)  # the queue redelivers
+    assert again.event_ids == first.event_ids
+    (fast,) = day_totals(h, "alice")
+    assert (fast.kind, fast.operations, fast.units.records) == ("ingest_fast", 2, len(items))
+    assert fast.units.bytes_in == utf8(*(item.content for item in items))
