@@ -50,9 +50,10 @@ def entry(kind: str, owner: OwnerKey, subject: str, at: datetime = DAY, **units:
 def whole(period: Any = "day", owner: OwnerKey | None = None) -> UsageQuery:
     from prme.model.usage import owner_usage_reference
 
+    # A few days: DynamoDB sums a range with one query per day and shard.
     return UsageQuery(
-        start=datetime(2026, 11, 1, tzinfo=UTC),
-        end=datetime(2027, 1, 1, tzinfo=UTC),
+        start=datetime(2026, 11, 29, tzinfo=UTC),
+        end=datetime(2026, 12, 2, tzinfo=UTC),
         period=period,
         owner_ref=None if owner is None else owner_usage_reference(owner.tenant_id, owner.owner_id),
     )
@@ -130,8 +131,8 @@ def test_a_month_sums_its_days_and_the_range_is_start_inclusive_end_exclusive(
 ) -> None:
     usage_log.record(
         [
-            entry("retrieve", ALICE, "r1", datetime(2026, 11, 1, tzinfo=UTC), tokens=1),
-            entry("retrieve", ALICE, "r2", datetime(2026, 11, 17, 23, 59, tzinfo=UTC), tokens=2),
+            entry("retrieve", ALICE, "r1", datetime(2026, 11, 29, tzinfo=UTC), tokens=1),
+            entry("retrieve", ALICE, "r2", datetime(2026, 11, 30, 23, 59, tzinfo=UTC), tokens=2),
             entry("retrieve", ALICE, "r3", datetime(2026, 12, 1, tzinfo=UTC), tokens=4),
         ]
     )
@@ -142,7 +143,7 @@ def test_a_month_sums_its_days_and_the_range_is_start_inclusive_end_exclusive(
         ("2026-12", 1, 4),
     ]
     november = UsageQuery(
-        start=datetime(2026, 11, 1, tzinfo=UTC),
+        start=datetime(2026, 11, 29, tzinfo=UTC),
         end=datetime(2026, 12, 1, tzinfo=UTC),
         period="month",
     )
@@ -150,7 +151,7 @@ def test_a_month_sums_its_days_and_the_range_is_start_inclusive_end_exclusive(
         ("2026-11", 3)
     ]
     later = UsageQuery(
-        start=datetime(2026, 11, 1, 0, 0, 1, tzinfo=UTC),
-        end=datetime(2026, 11, 17, 23, 59, tzinfo=UTC),
+        start=datetime(2026, 11, 29, 0, 0, 1, tzinfo=UTC),
+        end=datetime(2026, 11, 30, 23, 59, tzinfo=UTC),
     )
     assert usage_log.totals("t1", later) == []
