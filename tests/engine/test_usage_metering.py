@@ -150,3 +150,21 @@ def test_a_redelivered_bulk_import_counts_each_chunk_once(harness: Harness) -> N
     (fast,) = day_totals(h, "alice")
     assert (fast.kind, fast.operations, fast.units.records) == ("ingest_fast", 2, len(items))
     assert fast.units.bytes_in == utf8(*(item.content for item in items))
+
+
+def test_work_processed_again_days_later_still_counts_once(any_backend: Harness) -> None:
+    h = any_backend
+    batch = FastIngestInput.model_validate({"items": [{"content": LINES[0]}]})
+    h.engine.ingest_fast(ALICE, batch)
+    stale = h.ledger.list_pending_work(ALICE, 10)
+    assert h.engine.process_materializations(ALICE).processed == 1
+    # A pass that read the item while it was pending finishes it again two UTC days later:
+    # its entry is dated by the item, so it meets the first one in the same day.
+    h.clock.advance(days=2)
+    assert materialize_work(h.engine.deps, ALICE, stale).processed == 1
+    start = (h.clock.now() - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
+    report = h.engine.get_usage("t1", start=start, end=h.clock.now() + timedelta(days=1))
+    assert [(t.kind, t.operations) for t in report.totals] == [
+        ("ingest_fast", 1),
+        ("materialize", 1),
+    ]

@@ -55,15 +55,23 @@ def record_usage(deps: EngineDeps, entries: Sequence[UsageEntry]) -> None:
 
 
 def _entry(
-    deps: EngineDeps, kind: str, owner: OwnerKey, subject: str, units: UsageUnits
+    deps: EngineDeps,
+    kind: str,
+    owner: OwnerKey,
+    subject: str,
+    units: UsageUnits,
+    *,
+    at: datetime | None = None,
 ) -> UsageEntry:
-    now = deps.clock.now()
+    """`at`: a time the repeat of the same operation shares (a work item's creation, a
+    deletion's record), so its entry lands in the same day, where the log finds it again."""
+    moment = at or deps.clock.now()
     return UsageEntry.of(
         kind,
         owner,
         subject,
-        at=now,
-        expires_at=now + timedelta(days=deps.config.usage_retention_days),
+        at=moment,
+        expires_at=moment + timedelta(days=deps.config.usage_retention_days),
         units=units,
     )
 
@@ -100,12 +108,19 @@ def meter_retrieval(deps: EngineDeps, owner: OwnerKey, response: RetrievalRespon
 def meter_deletion(deps: EngineDeps, owner: OwnerKey, deletion: MemoryDeletion) -> None:
     """A deleted memory, under its event id (a repeated delete makes the same entry)."""
     units = UsageUnits(records=1 + len(deletion.deleted_node_ids))
-    record_usage(deps, [_entry(deps, "delete_memory", owner, deletion.event_id, units)])
+    entry = _entry(deps, "delete_memory", owner, deletion.event_id, units, at=deletion.deleted_at)
+    record_usage(deps, [entry])
 
 
 def meter_work(deps: EngineDeps, kind: str, done: Sequence[tuple[WorkItem, UsageUnits]]) -> None:
-    """Finished work items, each under its own id."""
-    record_usage(deps, [_entry(deps, kind, item.owner, item.id, units) for item, units in done])
+    """Finished work items, each under its own id, at the item's creation."""
+    record_usage(
+        deps,
+        [
+            _entry(deps, kind, item.owner, item.id, units, at=item.created_at)
+            for item, units in done
+        ],
+    )
 
 
 def usage_report(
