@@ -12,11 +12,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.limits import LAMBDA_MARGIN_MS
-from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
+from functions.usage_metrics import TenantMetricsUsageLog
+from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC, USAGE_NOT_RECORDED_METRIC
 from prme.backends.aws.service import AwsBackend, open_aws
 from prme.composition import build_embedder, build_extractor
 from prme.engine.deadlines import Deadline, deadline_scope
 from prme.logs import ExcInfo, exception_text
+from prme.ports import UsageLog
 from prme.settings import Settings
 
 
@@ -51,6 +53,14 @@ def _search_index_refused(reason: str) -> None:
     metrics.add_metric(name=SEARCH_INDEX_REFUSED_METRIC, unit=MetricUnit.Count, value=1)
 
 
+def _usage_not_recorded(entries: int) -> None:
+    metrics.add_metric(name=USAGE_NOT_RECORDED_METRIC, unit=MetricUnit.Count, value=entries)
+
+
+def _with_tenant_metrics(usage: UsageLog) -> UsageLog:
+    return TenantMetricsUsageLog(usage, _usage_not_recorded)
+
+
 @cache
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
@@ -60,4 +70,5 @@ def backend() -> AwsBackend:
         embedder=build_embedder(current),
         extractor=build_extractor(current),
         on_index_refused=_search_index_refused,
+        observe_usage=_with_tenant_metrics,
     )

@@ -42,6 +42,7 @@ def any_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harn
         yield h
         h.index.close()  # type: ignore[attr-defined]
         h.ledger.close()  # type: ignore[attr-defined]
+        h.usage.close()  # type: ignore[union-attr]
     else:
         resources = request.getfixturevalue("aws_resources")
         yield aws_harness(*resources)

@@ -19,6 +19,7 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from prme.model.enums import CredentialRole
 from prme.model.listings import EventPage, NodePage
 from prme.model.portability import ExportPage
 from prme.model.records import Event, MemoryNode, OwnerKey
+from prme.model.usage import UsageUnits
 from prme.settings import ENV_PREFIX, Settings
 
 EXIT_FAILED = 1
@@ -74,6 +76,7 @@ _OPENS_SEARCH_INDEX = {
     "stats",
     "export",
     "import",
+    "usage",
 }
 
 
@@ -813,6 +816,55 @@ def _add_manage_commands(
     load.add_argument("--user-id", default="default", help="the owner to import into")
 
 
+def _add_usage_command(
+    command: CommandMaker, sub: argparse._SubParsersAction[argparse.ArgumentParser]
+) -> None:
+    """`usage`: the tenant's metered usage, summed per period and kind."""
+    usage = command(sub, "usage", "sum the tenant's metered usage per day or month and kind")
+    usage.add_argument("--user-id", default=None, help="only this user's usage (default: all)")
+    usage.add_argument(
+        "--start", default=None, help="ISO time with a timezone (default: this UTC month's start)"
+    )
+    usage.add_argument(
+        "--end", default=None, help="ISO time with a timezone (default: today's end)"
+    )
+    usage.add_argument("--period", choices=("day", "month"), default="day", help="sum per")
+    usage.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _usage_time(text: str | None, name: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--{name} is not an ISO time: use 2026-12-01T00:00:00+00:00") from None
+    if moment.tzinfo is None:
+        raise UsageError(f"--{name} needs a timezone, as in 2026-12-01T00:00:00+00:00")
+    return moment
+
+
+def _usage(args: argparse.Namespace, settings: Settings) -> int:
+    """The tenant's (PRME_TENANT_ID) metered usage, as `GET /v1/usage` sums it."""
+    start, end = _usage_time(args.start, "start"), _usage_time(args.end, "end")
+    backend = open_backend(settings, args.data_dir)
+    try:
+        report = backend.engine.get_usage(
+            settings.tenant_id, user_id=args.user_id, start=start, end=end, period=args.period
+        )
+    finally:
+        backend.close()
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    units = list(UsageUnits.model_fields)
+    print("\t".join(["period", "kind", "operations", *units]))
+    for total in report.totals:
+        values = [str(getattr(total.units, unit)) for unit in units]
+        print("\t".join([total.period, total.kind, str(total.operations), *values]))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     formatter = _DefaultsHelp
     shared = _shared_options(top_level=False)
@@ -903,6 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_manage_commands(command, sub)
     cli_imports.add_commands(command, sub)
+    _add_usage_command(command, sub)
 
     mcp = command(sub, "mcp", "serve the MCP tools over stdio for one owner")
     mcp.add_argument(
@@ -1009,6 +1062,7 @@ HANDLERS: dict[str, Handler] = {
     "import": _import,
     "limits": _limits,
     "imports": cli_imports.run,
+    "usage": _usage,
 }
 
 

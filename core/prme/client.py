@@ -39,7 +39,16 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import judgment_schemas, schemas
-from prme.model import erasure, feedback, imports, listings, portability, quantities, uploads
+from prme.model import (
+    erasure,
+    feedback,
+    imports,
+    listings,
+    portability,
+    quantities,
+    uploads,
+    usage,
+)
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
@@ -281,6 +290,29 @@ class _Calls:
             query={"confirm": confirm},
             local=lambda at: at.engine.erase_owner(at.owner, confirm=confirm),
         )
+
+    def get_usage(
+        self,
+        *,
+        user_id: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        period: usage.UsagePeriod = "day",
+    ) -> Call[usage.UsageReport]:
+        """An operator's call: user_id narrows the sum to one user (the whole tenant when
+        omitted); start and end are timezone-aware."""
+        query = {"start": start, "end": end, "period": period}
+
+        def read(at: InProcess) -> usage.UsageReport:
+            return at.engine.get_usage(
+                at.principal.tenant_id, user_id=user_id, start=start, end=end, period=period
+            )
+
+        wire = {
+            name: value.isoformat() if isinstance(value, datetime) else value
+            for name, value in query.items()
+        }
+        return Call("get_usage", user_id, query=wire, local=read)
 
     def get_processing_status(
         self, event_id: str, *, user_id: str | None = None
@@ -814,6 +846,7 @@ class MemoryClient:
     export_owner = _blocking(_Calls.export_owner)
     import_records = _blocking(_Calls.import_records)
     erase_owner = _blocking(_Calls.erase_owner)
+    get_usage = _blocking(_Calls.get_usage)
     get_processing_status = _blocking(_Calls.get_processing_status)
     get_retrieval_receipt = _blocking(_Calls.get_retrieval_receipt)
     process_materializations = _blocking(_Calls.process_materializations)
@@ -959,6 +992,7 @@ class AsyncMemoryClient:
     export_owner = _awaitable(_Calls.export_owner)
     import_records = _awaitable(_Calls.import_records)
     erase_owner = _awaitable(_Calls.erase_owner)
+    get_usage = _awaitable(_Calls.get_usage)
     get_processing_status = _awaitable(_Calls.get_processing_status)
     get_retrieval_receipt = _awaitable(_Calls.get_retrieval_receipt)
     process_materializations = _awaitable(_Calls.process_materializations)

@@ -33,6 +33,7 @@ from prme.model import (
     portability,
     quantities,
     uploads,
+    usage,
 )
 from prme.model.limits import Limited, LimitsReport
 from prme.retrieval import receipts
@@ -51,6 +52,7 @@ class Capability(StrEnum):
     KEYS = "keys"
     OPERATOR = "operator"
     LIMITS = "limits"
+    USAGE = "usage"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -64,6 +66,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.KEYS: "API keys of a tenant's users, managed by the tenant's operator keys.",
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
     Capability.LIMITS: "The tenant's limits (rate, storage, retrievals a day) and its use of them.",
+    Capability.USAGE: "Metered usage of the operator's tenant, summed per period and kind.",
 }
 
 
@@ -181,6 +184,9 @@ class Operation:
     # How a call counts against its tenant's limits (`prme.model.limits.Limited`), checked
     # before it runs wherever it is served over HTTP or MCP (`prme.http.admission`).
     limited: Limited = Limited.REQUEST
+    # Whether each call that does the work records a usage entry of this operation's name
+    # (`prme.engine.metering`; docs/usage.md lists the units of each).
+    metered: bool = False
 
     @property
     def engine_method(self) -> str:
@@ -227,6 +233,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.StoreRequest,
         response=schemas.StoreResponse,
+        metered=True,
         engine_input=inputs.StoreInput,
         shape=Shape.WRITE_BODY,
         limited=Limited.STORE,
@@ -247,6 +254,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.IngestRequest,
         response=schemas.IngestResponse,
+        metered=True,
         engine_input=inputs.IngestInput,
         shape=Shape.WRITE_BODY,
         limited=Limited.STORE,
@@ -265,6 +273,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=schemas.FastIngestRequest,
         response=schemas.FastIngestResponse,
+        metered=True,
         engine_input=inputs.FastIngestInput,
         shape=Shape.WRITE_BODY,
         limited=Limited.STORE,
@@ -295,6 +304,7 @@ OPERATIONS: tuple[Operation, ...] = (
         request=schemas.RetrieveRequest,
         response=schemas.RetrieveResponse,
         limited=Limited.RETRIEVAL,
+        metered=True,
     ),
     Operation(
         "get_event",
@@ -379,6 +389,7 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=None,
         response=listings.MemoryDeletion,
+        metered=True,
         # Table-built like a read: engine.delete_memory(owner, event_id) on the path's id.
         shape=Shape.READ_ONE,
         limited=Limited.RELEASE,
@@ -931,6 +942,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "Every owner of a tenant with stored events (for reindexing a tenant).",
         caller=Caller.OPERATOR,
         client=False,
+    ),
+    # -- metering: what each tenant used, for its operator (issue 19) --
+    Operation(
+        "get_usage",
+        Capability.USAGE,
+        "Sum the tenant's usage",
+        "The operator's tenant's metered usage (records written and returned, context tokens, "
+        "bytes, embedding and extraction model calls) summed per UTC day or month and per kind "
+        "of operation, for the whole tenant or one user. Each operation counts once, however "
+        "often it was retried.",
+        caller=Caller.OPERATOR,
+        http=HttpRoute("GET", "/v1/usage"),
+        request=None,
+        response=usage.UsageReport,
     ),
 )
 

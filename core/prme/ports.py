@@ -34,6 +34,7 @@ from prme.model.records import (
 )
 from prme.model.search import EmbeddingModelInfo, IndexDocument, IndexHits, IndexQuery
 from prme.model.uploads import UploadTarget
+from prme.model.usage import UsageEntry, UsageQuery, UsageTotal
 
 
 @runtime_checkable
@@ -401,4 +402,22 @@ class ImportQueue(Protocol):
     def send_chunks(self, chunks: Sequence[ImportChunkMessage]) -> None:
         """Hand over every chunk or raise (StorageUnavailableError): a caller that sees the
         error sends again, and chunks already committed are skipped by their digest."""
+        ...
+
+
+class UsageLog(Protocol):
+    """Metered usage, one entry per operation; what an operator bills from.
+
+    An entry's id is deterministic, so a retried operation records the same entry again:
+    the log keeps the first one and skips the repeat (a conditional write), never counting
+    an operation twice."""
+
+    def record(self, entries: Sequence[UsageEntry]) -> None:
+        """Save entries; an entry whose id its owner already has is skipped. Raises
+        StorageUnavailableError (the engine logs it and goes on)."""
+        ...
+
+    def totals(self, tenant_id: str, query: UsageQuery) -> list[UsageTotal]:
+        """The tenant's entries with `query.start <= at < query.end` (of one owner when
+        `query.owner_ref` is set), summed per period and kind, in that order."""
         ...

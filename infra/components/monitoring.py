@@ -18,7 +18,11 @@ from infra.components.alarm_topic import alarm_topic
 from infra.components.function_factory import POWERTOOLS_METRICS_NAMESPACE
 from infra.components.queues import Queues
 from infra.config import DeploymentConfig
-from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC, SEARCH_INDEX_REFUSED_METRIC
+from prme.backends.aws.resources import (
+    OVERDUE_WORK_FAILED_METRIC,
+    SEARCH_INDEX_REFUSED_METRIC,
+    USAGE_NOT_RECORDED_METRIC,
+)
 
 _PERIOD = Duration.minutes(5)
 _MINUTE = Duration.minutes(1)
@@ -139,6 +143,16 @@ class Monitoring(Construct):
             "a function refused the search index (alias missing, or another vector dimension "
             "or engine): see docs/deployment.md, 'The search index'",
         )
+        lost = self._summed_over_functions(
+            functions, USAGE_NOT_RECORDED_METRIC, "usage entries not recorded"
+        )
+        # A lost entry is an operation missing from the tenant's bill (docs/usage.md).
+        self._alarm(
+            "UsageNotRecorded",
+            lost,
+            0,
+            "a function could not save usage entries: the usage log under-counts (docs/usage.md)",
+        )
         gave_up = cloudwatch.Metric(
             namespace=POWERTOOLS_METRICS_NAMESPACE,
             metric_name=OVERDUE_WORK_FAILED_METRIC,
@@ -255,11 +269,19 @@ class Monitoring(Construct):
 
     @staticmethod
     def _search_index_refused(functions: dict[str, lambda_.Function]) -> cloudwatch.IMetric:
+        return Monitoring._summed_over_functions(
+            functions, SEARCH_INDEX_REFUSED_METRIC, "search index refusals"
+        )
+
+    @staticmethod
+    def _summed_over_functions(
+        functions: dict[str, lambda_.Function], metric_name: str, label: str
+    ) -> cloudwatch.IMetric:
         # Powertools puts each function's metrics under its service name (prme-<name>).
-        refusals = {
+        counts = {
             f"m{i}": cloudwatch.Metric(
                 namespace=POWERTOOLS_METRICS_NAMESPACE,
-                metric_name=SEARCH_INDEX_REFUSED_METRIC,
+                metric_name=metric_name,
                 dimensions_map={"service": f"prme-{name}"},
                 statistic="Sum",
                 period=_PERIOD,
@@ -267,10 +289,10 @@ class Monitoring(Construct):
             for i, name in enumerate(functions)
         }
         return cloudwatch.MathExpression(
-            expression=" + ".join(f"FILL({key}, 0)" for key in refusals),
-            using_metrics=refusals,
+            expression=" + ".join(f"FILL({key}, 0)" for key in counts),
+            using_metrics=counts,
             period=_PERIOD,
-            label="search index refusals",
+            label=label,
         )
 
     def _widgets(self, *widgets: cloudwatch.IWidget) -> None:

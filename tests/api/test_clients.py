@@ -288,3 +288,17 @@ def test_the_async_client_gives_the_same_results_on_both(
 
     embedded, served = asyncio.run(both())
     assert embedded == served
+
+
+def test_usage_is_read_with_a_range_on_both(client: MemoryClient, user: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    key = str(uuid.uuid4())
+    for _ in range(2):
+        client.store("Usage counts this once", user_id=user, idempotency_key=key)
+    now = datetime.now(UTC)
+    report = client.get_usage(
+        user_id=user, start=now - timedelta(days=1), end=now + timedelta(days=1), period="month"
+    )
+    assert [(t.kind, t.operations, t.units.records) for t in report.totals] == [("store", 1, 1)]
+    assert report.user_id == user

@@ -172,6 +172,8 @@ OWNERLESS_ROUTES = {
     # The key's tenant's limits and use: no owner's records, no user_id; another tenant's use
     # never shows (tests/api/test_tenant_limits.py).
     ("GET", "/v1/limits"),
+    # Operator-only, summing the key's own tenant (tests/api/test_usage_routes.py).
+    ("GET", "/v1/usage"),
 }
 
 TOOLS: dict[str, Case] = {

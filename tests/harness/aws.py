@@ -145,11 +145,13 @@ def aws_harness(
     (tests/backends/test_deployed_refresh.py)."""
     from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
     from prme.backends.aws.opensearch_index import OpenSearchIndex
     from prme.backends.memory import RecordingImportQueue
 
     ledger = DynamoDbLedger(dynamodb, table)
     import_queue = RecordingImportQueue()
+    usage = DynamoDbUsageLog(dynamodb, table)
     index = OpenSearchIndex(opensearch, alias, refresh_on_write=refresh_on_write)
     queue, clock, embedder = RecordingWorkQueue(), ManualClock(), HashingEmbedder()
     deps = EngineDeps(
@@ -162,6 +164,7 @@ def aws_harness(
         config=config or EngineConfig(),
         imports=DynamoDbImportJobStore(dynamodb, table),
         import_queue=import_queue,
+        usage=usage,
     )
     return Harness(
         MemoryEngine(deps),
@@ -173,4 +176,5 @@ def aws_harness(
         ledger,
         lambda: scan_aws(dynamodb, table, opensearch, alias),
         import_queue,
+        usage=usage,
     )

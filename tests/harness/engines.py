@@ -14,6 +14,7 @@ from prme.backends.memory import (
     InMemoryImportJobStore,
     InMemoryIndex,
     InMemoryLedger,
+    InMemoryUsageLog,
     RecordingImportQueue,
     RecordingWorkQueue,
 )
@@ -22,7 +23,7 @@ from prme.engine.config import EngineConfig
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.model.records import OwnerKey
-from prme.ports import CredentialStore, Embedder, Ledger, SearchIndex
+from prme.ports import CredentialStore, Embedder, Ledger, SearchIndex, UsageLog
 from prme.retrieval.tokens import Cl100kTokenCounter
 from tests.harness.store_scan import scan_memory, scan_sqlite
 
@@ -46,6 +47,8 @@ class Harness:
     scan_stores: Callable[[], list[str]] = field(default=list)
     # The chunks of bulk imports, as sent: tests deliver them to the engine (again).
     import_queue: RecordingImportQueue = field(default_factory=RecordingImportQueue)
+    # The usage log the engine meters into (issue 19's metering).
+    usage: UsageLog | None = None
 
 
 def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None = None) -> Harness:
@@ -58,6 +61,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
     )
     embedder = embedder or HashingEmbedder()
     import_queue = RecordingImportQueue()
+    usage = InMemoryUsageLog()
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -68,6 +72,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         config=config or EngineConfig(),
         imports=InMemoryImportJobStore(),
         import_queue=import_queue,
+        usage=usage,
     )
     return Harness(
         MemoryEngine(deps),
@@ -79,6 +84,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         credentials,
         lambda: scan_memory(ledger, index),
         import_queue,
+        usage=usage,
     )
 
 
@@ -102,6 +108,7 @@ def embedded_harness(
         config=config or EngineConfig(),
         imports=backend.engine.deps.imports,
         import_queue=import_queue,
+        usage=backend.usage,
     )
     return Harness(
         MemoryEngine(deps),
@@ -113,4 +120,5 @@ def embedded_harness(
         backend.ledger,
         lambda: scan_sqlite(data_dir),
         import_queue,
+        usage=backend.usage,
     )

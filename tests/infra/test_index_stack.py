@@ -88,3 +88,24 @@ def test_an_alarm_watches_index_refusals_of_every_function(stack_template: Stack
 
 def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def test_an_alarm_watches_lost_usage_entries_of_every_function(
+    stack_template: StackTemplate,
+) -> None:
+    from prme.backends.aws.resources import USAGE_NOT_RECORDED_METRIC
+
+    (alarm,) = [
+        alarm["Properties"]
+        for alarm in stack_template.of_type("AWS::CloudWatch::Alarm").values()
+        if USAGE_NOT_RECORDED_METRIC in json.dumps(alarm)
+    ]
+    services = {
+        dimension["Value"]
+        for query in alarm["Metrics"]
+        if "MetricStat" in query
+        for dimension in query["MetricStat"]["Metric"]["Dimensions"]
+    }
+    assert services == {f"prme-{name}" for name in stack_template.function_names()}
+    assert alarm["Threshold"] == 0
+    assert alarm["AlarmActions"]

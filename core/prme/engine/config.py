@@ -104,6 +104,9 @@ class EngineConfig(BaseModel):
     # How many of an owner's ledger records one erase call removes at most: a larger owner is
     # erased over several calls, each well inside an API Gateway request's 29 seconds.
     erase_records_per_call: int = Field(default=5000, ge=1)
+    # Days a usage entry is kept (DynamoDB's TTL deletes it after that): past a year, so a
+    # year's bill can still be summed from it.
+    usage_retention_days: int = Field(default=400, ge=1)
 
     @model_validator(mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from prme.ports import (
     Ledger,
     SearchIndex,
     UploadStore,
+    UsageLog,
     WorkQueue,
 )
 from prme.retrieval.tokens import TokenCounter
@@ -50,3 +51,5 @@ class EngineDeps:
     import_queue: ImportQueue | None = None
     # Where large imports' files are uploaded (engine/import_uploads.py); None: inline only.
     uploads: UploadStore | None = None
+    # Where metered usage is recorded; None meters nothing (and /v1/usage reads as empty).
+    usage: UsageLog | None = None

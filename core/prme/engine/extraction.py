@@ -10,6 +10,7 @@ from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.indexing import index_nodes
+from prme.engine.metering import meter_work
 from prme.engine.nodes import NodeChoices, node_from_event
 from prme.engine.store import alias_scan_work
 from prme.engine.work_retry import after_failed_attempt
@@ -26,6 +27,7 @@ from prme.model.records import (
     OwnerKey,
     WorkItem,
 )
+from prme.model.usage import UsageUnits
 
 EXTRACTION_JOURNAL = "extraction"
 # Nodes (two writes each with their event link), edges, journal and work fit one transaction.
@@ -106,6 +108,8 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> WorkFailure |
         # item is closed here too, in case it was seen pending again after that pass (a
         # redelivery racing a re-announcement); left pending, it would end failed.
         deps.ledger.save_work(done)
+    units = UsageUnits(records=len(nodes), embeddings=len(nodes), extractor_calls=1)
+    meter_work(deps, "extract", [(item, units)])
     return None
 
 

@@ -18,6 +18,7 @@ from prme.engine.idempotency import (
     require_sources_held,
     saved_result,
 )
+from prme.engine.metering import meter_write
 from prme.engine.nodes import new_event
 from prme.errors import PrmeError
 from prme.model.enums import WorkKind
@@ -113,4 +114,11 @@ def ingest_fast(
     with contextlib.suppress(PrmeError):
         deps.queue.enqueue(list(commit.work))
     ids = [e.id for e in commit.events]
+    meter_write(
+        deps,
+        FAST_INGEST_OPERATION,
+        owner,
+        idempotency_key or ids[0],
+        [e.content for e in commit.events],
+    )
     return FastIngestResult(event_ids=ids, accepted=len(ids))

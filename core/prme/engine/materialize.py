@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 from prme.engine.deps import EngineDeps
 from prme.engine.indexing import index_nodes
+from prme.engine.metering import meter_work
 from prme.engine.nodes import node_from_event
 from prme.engine.work_retry import after_failed_attempt
 from prme.errors import ConflictError, CorruptRecordError
 from prme.model.enums import WorkFailure, WorkKind, WorkStatus
 from prme.model.records import MemoryNode, OwnerKey, WorkItem
+from prme.model.usage import UsageUnits
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,12 @@ def materialize_targets(deps: EngineDeps, targets: Sequence[Target]) -> WorkOutc
         failed += retried.status is WorkStatus.FAILED
         deps.ledger.save_work(retried)
     if reason is None:
+        # Built: a node saved from its source here; every target's vectors were made.
+        meter_work(
+            deps,
+            "materialize",
+            [(t.item, UsageUnits(records=int(t.new), embeddings=1)) for t in targets],
+        )
         return WorkOutcome(processed=len(targets), failed=0, deferred=0)
     return WorkOutcome(processed=0, failed=failed, deferred=len(targets) - failed)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from prme.engine import (
@@ -16,6 +17,7 @@ from prme.engine import (
     ingest_fast,
     lifecycle,
     manage,
+    metering,
     portability,
     quantities,
     reads,
@@ -62,6 +64,7 @@ from prme.model.quantities import (
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.model.uploads import ImportUploadOpened, UploadRequest
+from prme.model.usage import UsagePeriod, UsageReport
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.response_size import ResponseBudget
 from prme.retrieval.results import RetrievalResponse
@@ -110,9 +113,11 @@ class MemoryEngine:
         *,
         response_budget: ResponseBudget | None = None,
     ) -> RetrievalResponse:
-        return retrieve.retrieve_memories(
+        response = retrieve.retrieve_memories(
             self.deps, owner, request, response_budget=response_budget
         )
+        metering.meter_retrieval(self.deps, owner, response)
+        return response
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event:
         return reads.get_event(self.deps, owner, event_id)
@@ -150,7 +155,9 @@ class MemoryEngine:
         )
 
     def delete_memory(self, owner: OwnerKey, event_id: str) -> listings.MemoryDeletion:
-        return manage.delete_memory(self.deps, owner, event_id)
+        deletion = manage.delete_memory(self.deps, owner, event_id)
+        metering.meter_deletion(self.deps, owner, deletion)
+        return deletion
 
     def erase_owner(self, owner: OwnerKey, *, confirm: str) -> OwnerErasure:
         return erase.erase_owner(self.deps, owner, confirm=confirm)
@@ -353,3 +360,17 @@ class MemoryEngine:
 
     def commit_import_chunk(self, message: ImportChunkMessage) -> imports.ChunkOutcome:
         return imports.commit_import_chunk(self.deps, message)
+
+    # -- metering (engine/metering.py) --
+    def get_usage(
+        self,
+        tenant_id: str,
+        *,
+        user_id: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        period: UsagePeriod = "day",
+    ) -> UsageReport:
+        return metering.usage_report(
+            self.deps, tenant_id, user_id=user_id, start=start, end=end, period=period
+        )

@@ -19,6 +19,7 @@ from prme.engine.idempotency import (
     saved_result,
 )
 from prme.engine.indexing import index_nodes
+from prme.engine.metering import meter_write
 from prme.engine.nodes import NodeChoices, new_event, node_from_event
 from prme.engine.reads import summarize_work
 from prme.engine.work_retry import after_failed_attempt
@@ -183,6 +184,14 @@ def store_memory(
     if replay is not None:
         return _replayed(deps, owner, replay)
     # Acknowledged from here on.
+    meter_write(
+        deps,
+        operation,
+        owner,
+        idempotency_key or commit.event.id,
+        [commit.event.content],
+        embeddings=int(failure is None),
+    )
     if failure is None:
         status = ProcessingStatus.COMPLETED
     else:

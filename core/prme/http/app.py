@@ -20,6 +20,7 @@ from prme.http import (
     routes_portability,
     routes_quantities,
     routes_uploads,
+    routes_usage,
     table_routes,
 )
 from prme.http.admission import admitted
@@ -109,6 +110,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_keys.register(app, runtime)
     routes_limits.register(app, engine)
     routes_uploads.register(app, runtime)
+    routes_usage.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

@@ -140,6 +140,8 @@ INDEX_VERSION = 1
 SEARCH_INDEX_REFUSED_METRIC = "SearchIndexRefused"
 # Published by the maintenance function for work the sweeper gave up on (no DLQ sees it).
 OVERDUE_WORK_FAILED_METRIC = "OverdueWorkFailed"
+# Counted by a function for usage entries its usage log could not save (lost to billing).
+USAGE_NOT_RECORDED_METRIC = "UsageNotRecorded"
 VECTOR_FIELD = "vector"
 # A record's own embedding, kept only to be read back (never searched, no doc values).
 CONTENT_VECTOR_FIELD = "content_vector"

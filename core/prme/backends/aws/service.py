@@ -12,7 +12,7 @@ from prme.engine.deps import EngineDeps
 from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.errors import StorageUnavailableError
-from prme.ports import Clock, Embedder, Extractor
+from prme.ports import Clock, Embedder, Extractor, UsageLog
 from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
 from prme.settings import Settings
 
@@ -83,13 +83,16 @@ def open_aws(
     config: EngineConfig | None = None,
     refresh_on_write: bool | None = None,
     on_index_refused: Callable[[str], None] | None = None,
+    observe_usage: Callable[[UsageLog], UsageLog] | None = None,
 ) -> AwsBackend:
     """The engine on the AWS adapters. The index adapter checks, before its first write or
     search, that the alias leads to an index made for this embedder's vectors, and refuses
-    otherwise (`on_index_refused` hears the reason, e.g. to count it in a metric)."""
+    otherwise (`on_index_refused` hears the reason, e.g. to count it in a metric).
+    `observe_usage` wraps the usage log (the functions add per-tenant metrics to it)."""
     from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.dynamodb_limits import DynamoDbLimits
+    from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
     from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
     from prme.backends.aws.s3_upload_store import S3UploadStore
@@ -106,6 +109,9 @@ def open_aws(
         family: clients.sqs.get_queue_url(QueueName=specs[family].name)["QueueUrl"]
         for family in ("materialize", "extract")
     }
+    usage: UsageLog = DynamoDbUsageLog(clients.dynamodb, settings.table_name)
+    if observe_usage is not None:
+        usage = observe_usage(usage)
     deps = EngineDeps(
         ledger=ledger,
         index=OpenSearchIndex(
@@ -132,6 +138,7 @@ def open_aws(
             if settings.upload_bucket and clients.s3 is not None
             else None
         ),
+        usage=usage,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)

@@ -17,6 +17,7 @@ from prme.backends.embedded.sqlite_imports import (
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.backends.embedded.sqlite_limits import SqliteLimits
+from prme.backends.embedded.sqlite_usage import SqliteUsageLog
 from prme.backends.embedded.upload_store import UPLOADS_DIRECTORY, LocalUploadStore
 from prme.engine.config import EngineConfig
 from prme.engine.credentials import CredentialService
@@ -32,6 +33,7 @@ LEDGER_FILE = "ledger.sqlite3"
 INDEX_FILE = "index.sqlite3"
 # Usage counters and per-tenant limits (`prme limits`); no memory content.
 LIMITS_FILE = "limits.sqlite3"
+USAGE_FILE = "usage.sqlite3"
 
 
 class InProcessWorkQueue:
@@ -52,6 +54,7 @@ class EmbeddedBackend:
     index: SqliteVectorIndex
     limits: SqliteLimits | None = None
     imports: SqliteImports | None = None
+    usage: SqliteUsageLog | None = None
 
     def close(self) -> None:
         self.index.close()
@@ -60,6 +63,8 @@ class EmbeddedBackend:
             self.limits.close()
         if self.imports is not None:
             self.imports.close()
+        if self.usage is not None:
+            self.usage.close()
 
 
 def open_embedded(
@@ -78,6 +83,7 @@ def open_embedded(
     private_directory(data_dir)
     ledger = SqliteLedger(data_dir / LEDGER_FILE, synchronous=synchronous)
     index = SqliteVectorIndex(data_dir / INDEX_FILE, synchronous=synchronous)
+    usage = SqliteUsageLog(data_dir / USAGE_FILE, synchronous=synchronous)
     if embedder is None:
         from prme.embedding.minilm import MiniLmEmbedder
 
@@ -98,6 +104,7 @@ def open_embedded(
         imports=SqliteImportJobStore(imports),
         import_queue=import_queue,
         uploads=LocalUploadStore(data_dir / UPLOADS_DIRECTORY, clock),
+        usage=usage,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
@@ -118,4 +125,5 @@ def open_embedded(
         index=index,
         limits=limit_store,
         imports=imports,
+        usage=usage,
     )

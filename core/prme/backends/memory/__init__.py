@@ -8,6 +8,7 @@ from prme.backends.memory.fakes import (
 )
 from prme.backends.memory.imports import InMemoryImportJobStore, RecordingImportQueue
 from prme.backends.memory.upload_store import InMemoryUploadStore
+from prme.backends.memory.usage_log import InMemoryUsageLog
 
 __all__ = [
     "InMemoryCredentialStore",
@@ -15,6 +16,7 @@ __all__ = [
     "InMemoryIndex",
     "InMemoryLedger",
     "InMemoryUploadStore",
+    "InMemoryUsageLog",
     "RecordingImportQueue",
     "RecordingWorkQueue",
 ]
