@@ -137,6 +137,13 @@ def usage_report(
     today = deps.clock.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     end = end or today + timedelta(days=1)
     start = start or today.replace(day=1)
+    try:
+        # Summing reads the range in UTC: an offset can carry year 1 or 9999 out of range.
+        start, end = start.astimezone(UTC), end.astimezone(UTC)
+    except OverflowError:
+        raise InvalidRequestError(
+            "start and end must fall within the years 1 to 9999 in UTC", field=("start",)
+        ) from None
     if start >= end:
         raise InvalidRequestError("start must be before end", field=("start",))
     if end - start > timedelta(days=MAX_REPORT_DAYS):
