@@ -34,3 +34,23 @@ def test_a_delete_repeated_the_next_day_counts_once(
     report = h.engine.get_usage("t1", start=start, end=start + timedelta(days=2), period="month")
     deletions = [t for t in report.totals if t.kind == "delete_memory"]
     assert sum(t.operations for t in deletions) == 1
+
+
+def test_a_store_under_a_long_idempotency_key_answers_and_is_metered(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    start = h.clock.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    # In-process callers (MemoryClient on a directory) may choose any key text.
+    key = "client-chosen-key:" + "k" * 600
+
+    first = h.engine.store(
+        ALICE, StoreInput(content="Ana's bike cost 1200 euros"), idempotency_key=key
+    )
+    again = h.engine.store(
+        ALICE, StoreInput(content="Ana's bike cost 1200 euros"), idempotency_key=key
+    )
+
+    assert again.event_id == first.event_id
+    report = h.engine.get_usage("t1", start=start, end=start + timedelta(days=1))
+    assert [(t.kind, t.operations) for t in report.totals] == [("store", 1)]
