@@ -19,6 +19,7 @@ UsagePeriod = Literal["day", "month"]
 METERED_WORK_KINDS = ("materialize", "extract")
 
 _ENTRY_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_MAX_ENTRY_ID = 512
 
 
 def owner_usage_reference(tenant_id: str, owner_id: str) -> str:
@@ -84,7 +85,7 @@ class UsageEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    entry_id: str = Field(min_length=1, max_length=512)
+    entry_id: str = Field(min_length=1, max_length=_MAX_ENTRY_ID)
     tenant_id: str
     owner_ref: str
     kind: str
@@ -103,8 +104,13 @@ class UsageEntry(BaseModel):
         expires_at: datetime,
         units: UsageUnits,
     ) -> UsageEntry:
+        entry_id = f"{kind}#{subject}"
+        if len(entry_id) > _MAX_ENTRY_ID:
+            # An in-process caller's Idempotency-Key may be any text: a long one is named by
+            # its digest, as deterministic, so its retries still make the same entry.
+            entry_id = f"{kind}#sha256:{hashlib.sha256(subject.encode()).hexdigest()}"
         return cls(
-            entry_id=f"{kind}#{subject}",
+            entry_id=entry_id,
             tenant_id=owner.tenant_id,
             owner_ref=owner_usage_reference(owner.tenant_id, owner.owner_id),
             kind=kind,
