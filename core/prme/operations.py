@@ -433,6 +433,7 @@ OPERATIONS: tuple[Operation, ...] = (
         request=schemas.ImportRequest,
         response=portability.ImportReport,
         limited=Limited.STORE,
+        metered=True,
     ),
     Operation(
         "submit_import",

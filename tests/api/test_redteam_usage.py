@@ -17,10 +17,6 @@ def _export_records(api: Api, headers: dict[str, str]) -> list[dict[str, Any]]:
     return records
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: POST /v1/import writes source events and records no usage entry",
-)
 def test_sources_written_by_post_import_are_metered(api: Api) -> None:
     c = api.client
     for text in ("Alice keeps bees", "Alice sails on Sundays"):

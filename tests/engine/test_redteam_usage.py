@@ -5,23 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from prme.model.inputs import StoreInput
 from tests.harness.engines import ALICE, Harness
 
 
-def test_a_delete_repeated_the_next_day_counts_once(
-    any_backend: Harness, request: pytest.FixtureRequest
-) -> None:
-    if request.node.callspec.params["any_backend"] == "aws":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="redteam: DynamoDbUsageLog keeps an entry once per UTC day partition, "
-                "so the same entry id recorded on another day is summed twice",
-            )
-        )
+def test_a_delete_repeated_the_next_day_counts_once(any_backend: Harness) -> None:
     h = any_backend
     start = h.clock.now().replace(hour=0, minute=0, second=0, microsecond=0)
     stored = h.engine.store(ALICE, StoreInput(content="Ana's bike cost 1200 euros"))

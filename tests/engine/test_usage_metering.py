@@ -12,6 +12,7 @@ from prme.backends.memory import InMemoryUsageLog
 from prme.engine.materialize import materialize_work
 from prme.model.enums import WorkStatus
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
+from prme.model.portability import ImportBatch
 from prme.model.usage import METERED_WORK_KINDS, UsageTotal, UsageUnits
 from prme.operations import OPERATIONS
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness
@@ -68,6 +69,10 @@ def test_a_scripted_workload_is_metered_exactly(any_backend: Harness) -> None:
     deletion = h.engine.delete_memory(ALICE, fast.event_ids[0])
     h.engine.store(BOB, StoreInput(content="Bob's note"))
     h.engine.store(OTHER_TENANT_ALICE, StoreInput(content="another tenant's note"))
+    # Bob's source imported into Alice's memory from an export file, the file sent twice.
+    bobs_event = [r for r in h.engine.export_owner(BOB).records if r["kind"] == "event"]
+    for _ in range(2):
+        h.engine.import_records(ALICE, ImportBatch(version=1, records=bobs_event))
 
     expected = {
         "delete_memory": (1, UsageUnits(records=1 + len(deletion.deleted_node_ids))),
@@ -77,6 +82,7 @@ def test_a_scripted_workload_is_metered_exactly(any_backend: Harness) -> None:
         ),
         "ingest": (1, UsageUnits(records=1, bytes_in=utf8(MESSAGE), embeddings=1)),
         "ingest_fast": (1, UsageUnits(records=3, bytes_in=utf8(*LINES))),
+        "import_records": (1, UsageUnits(records=1, bytes_in=utf8("Bob's note"))),
         "materialize": (3, UsageUnits(records=3, embeddings=3)),
         "retrieve": (
             2,

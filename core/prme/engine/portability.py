@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 from prme.engine.deps import EngineDeps
 from prme.engine.indexing import write_index_documents
 from prme.engine.materialize import index_work_item, materialize_nodes
+from prme.engine.metering import meter_write
 from prme.errors import (
     ConflictError,
     EmbeddingUnavailableError,
@@ -55,6 +56,8 @@ from prme.model.records import (
 from prme.retrieval.value_bindings import bindings_from_metadata
 
 IMPORT_OPERATION = "owner_import"
+# The usage kind of the sources an import writes: the operation's name.
+IMPORT_RECORDS_KIND = "import_records"
 IMPORT_JOURNAL_PREFIX = "owner-import:"
 _Kind = Literal["event", "node", "edge"]
 _KINDS: tuple[_Kind, ...] = ("event", "node", "edge")
@@ -312,6 +315,9 @@ def import_records(deps: EngineDeps, owner: OwnerKey, batch: ImportBatch) -> Imp
                 journal=_journal(deps, owner, {"event_ids": [e.id for e in run]}),
             )
         )
+        # Under the run's first event: sending the file again skips these events, and a run
+        # cut short and sent again starts at another event, so no source is metered twice.
+        meter_write(deps, IMPORT_RECORDS_KIND, owner, run[0].id, [e.content for e in run])
     work: list[tuple[WorkItem, MemoryNode]] = []
     linked: list[MemoryNode | MemoryEdge] = [*checked.nodes, *checked.edges]
     for group in _chunks(linked, _node_actions):
