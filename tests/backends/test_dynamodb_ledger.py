@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -493,8 +494,14 @@ def test_credentials_put_find_list_and_revoke(ledger: DynamoDbLedger) -> None:
 # -- limits -------------------------------------------------------------------------------
 
 
+def _incompressible(chars: int) -> str:
+    """Text that zlib cannot shrink much (bodies are stored compressed): random CJK."""
+    rng = random.Random(19)
+    return "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(chars))
+
+
 def test_item_over_the_size_limit_is_refused_before_any_write(ledger: DynamoDbLedger) -> None:
-    big = make_commit(ALICE, 1, content="é" * (resources.MAX_ITEM_BYTES // 2))
+    big = make_commit(ALICE, 1, content=_incompressible(resources.MAX_ITEM_BYTES))
 
     with pytest.raises(PayloadTooLargeError):
         ledger.commit_store(big)
@@ -502,7 +509,9 @@ def test_item_over_the_size_limit_is_refused_before_any_write(ledger: DynamoDbLe
     assert ledger.get_event(ALICE, big.event.id) is None
     assert ledger.get_journal(ALICE, big.journal.id) is None
     assert ledger.count_pending_work(None) == 0
-    huge_journal = big.journal.model_copy(update={"payload": {"text": "x" * 400_000}})
+    huge_journal = big.journal.model_copy(
+        update={"payload": {"text": _incompressible(resources.MAX_ITEM_BYTES)}}
+    )
     with pytest.raises(PayloadTooLargeError):
         ledger.append_journal(huge_journal)
     assert ledger.get_journal(ALICE, big.journal.id) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from prme.engine.service import MemoryEngine
 from prme.errors import JournalIntegrityError
 from prme.model.records import OwnerKey
 from tests.harness.http import TENANT, Api
+from tests.harness.poison import stored_text
 
 ALICE = OwnerKey(tenant_id=TENANT, owner_id="alice")
 REFUSED = {"detail": JournalIntegrityError.default_detail, "error": "journal_integrity"}
@@ -50,7 +52,7 @@ class RawJournal:
             Key=self._key(record_id),
             ConsistentRead=True,
         )["Item"]
-        dynamo_body: dict[str, Any] = json.loads(item["body"]["S"])
+        dynamo_body: dict[str, Any] = json.loads(stored_text(item))
         return dynamo_body
 
     def write(self, record_id: str, body: dict[str, Any]) -> None:
@@ -66,7 +68,7 @@ class RawJournal:
             TableName=ledger._table,
             Key=self._key(record_id),
             UpdateExpression="SET body = :body",
-            ExpressionAttributeValues={":body": {"S": text}},
+            ExpressionAttributeValues={":body": {"B": zlib.compress(text.encode())}},
         )
 
     def _key(self, record_id: str) -> dict[str, Any]:

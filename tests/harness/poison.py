@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,12 @@ def sqlite_poison(ledger_file: Path) -> Poison:
     return poison
 
 
+def stored_text(item: dict[str, Any]) -> str:
+    """The text of a DynamoDB item's body: compressed (binary) or, when older, plain text."""
+    body = item["body"]
+    return zlib.decompress(body["B"]).decode() if "B" in body else str(body["S"])
+
+
 def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
     """Rewrites a stored body in the DynamoDB table with plain item calls."""
 
@@ -88,7 +95,9 @@ def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
             TableName=table,
             Key=key,
             UpdateExpression="SET body = :body",
-            ExpressionAttributeValues={":body": {"S": BREAKAGES[breakage](item["body"]["S"])}},
+            ExpressionAttributeValues={
+                ":body": {"B": zlib.compress(BREAKAGES[breakage](stored_text(item)).encode())}
+            },
         )
 
     return poison
