@@ -154,7 +154,12 @@ class Ledger(Protocol):
         """Append a record; its id is unique within the owner (ConflictError otherwise)."""
         ...
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None: ...
+    def get_journal(
+        self, owner: OwnerKey, record_id: str, *, receipt: bool = False
+    ) -> JournalRecord | None:
+        """`receipt`: the record asked for is likely a retrieval receipt, which a ledger may
+        keep apart from the owner's other records (it looks there first; both are found)."""
+        ...
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100

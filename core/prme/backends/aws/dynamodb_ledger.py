@@ -55,6 +55,7 @@ from prme.model.records import (
     StoreCommit,
     WorkItem,
 )
+from prme.retrieval.receipts import RECEIPT_OPERATION
 
 # Low-level client items: attribute name -> {"S": ...} / {"N": ...}.
 Item = dict[str, dict[str, Any]]
@@ -158,6 +159,23 @@ def _shard(work_id: str) -> int:
     # Python's hash() is salted per process; the shard must be the same in every process.
     digest = hashlib.sha256(work_id.encode()).digest()
     return int.from_bytes(digest[:4], "big") % resources.PENDING_SHARDS
+
+
+# Receipts (one per retrieval, the largest journal items) are spread over this many partition
+# keys per owner, chosen by their request id: one owner's retrievals are not capped by one
+# partition's write throughput (1,000 units a second), and a receipt is still read by its id
+# with one GetItem. Changing the number would strand stored receipts: never change it.
+RECEIPT_SHARDS = 16
+
+
+def _receipt_pk(owner_pk: str, record_id: str) -> str:
+    digest = hashlib.sha256(record_id.encode()).digest()
+    return f"{owner_pk}#RECEIPTS#{int.from_bytes(digest[:4], 'big') % RECEIPT_SHARDS}"
+
+
+def _owner_partitions(owner_pk: str) -> list[str]:
+    """Every partition key holding an owner's items: its own and its receipt shards."""
+    return [owner_pk, *(f"{owner_pk}#RECEIPTS#{shard}" for shard in range(RECEIPT_SHARDS))]
 
 
 def _key(pk: str, sk: str) -> Item:
@@ -455,8 +473,11 @@ class DynamoDbLedger:
         return [node, *links]
 
     def _journal_item(self, j: JournalRecord) -> Item:
+        pk = _owner_pk(j.tenant_id, j.owner_id)
+        if j.operation == RECEIPT_OPERATION:
+            pk = _receipt_pk(pk, j.id)
         item: Item = {
-            **_key(_owner_pk(j.tenant_id, j.owner_id), f"JOURNAL#{_part(j.id)}"),
+            **_key(pk, f"JOURNAL#{_part(j.id)}"),
             "kind": {"S": "journal"},
             "body": _packed(j.model_dump_json()),
         }
@@ -826,9 +847,19 @@ class DynamoDbLedger:
         self._check_size(item)
         self._call("put_item", TableName=self._table, Item=item, ConditionExpression=_NOT_EXISTS)
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
-        item = self._get(_key(_pk_of(owner), f"JOURNAL#{_part(record_id)}"))
-        return None if item is None else load_record(JournalRecord, "journal", *_stored(item))
+    def get_journal(
+        self, owner: OwnerKey, record_id: str, *, receipt: bool = False
+    ) -> JournalRecord | None:
+        pk, sk = _pk_of(owner), f"JOURNAL#{_part(record_id)}"
+        # Receipts sit on their shard (those saved before receipts were spread, in the owner's
+        # partition, with every other record): the likely place first, so a found record is
+        # one GetItem; only a miss looks in both.
+        places = [_receipt_pk(pk, record_id), pk]
+        for place in places if receipt else reversed(places):
+            item = self._get(_key(place, sk))
+            if item is not None:
+                return load_record(JournalRecord, "journal", *_stored(item))
+        return None
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
@@ -1039,24 +1070,27 @@ class DynamoDbLedger:
         return removed
 
     def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
-        pk = _pk_of(owner)
-        items = self._query_items(
-            limit=max(1, min(limit, _ERASE_TRANSACTION_RECORDS)),
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": PK},
-            ExpressionAttributeValues={":pk": {"S": pk}},
-            ConsistentRead=True,
-        )
+        room = max(1, min(limit, _ERASE_TRANSACTION_RECORDS))
+        items: list[dict[str, Any]] = []
+        # The owner's partition, then its receipt shards: a step that finds nothing in any of
+        # them is the last one.
+        for pk in _owner_partitions(_pk_of(owner)):
+            if len(items) >= room:
+                break
+            items += self._query_items(
+                limit=room - len(items),
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues={":pk": {"S": pk}},
+                ConsistentRead=True,
+            )
         removed = Counter(_erased_field(item) for item in items)
         saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
+        keys = [_key(item[PK]["S"], item[SK]["S"]) for item in items]
         deletes = [
-            (
-                "Delete",
-                _key(pk, item[SK]["S"]),
-                # Counted once: an item a concurrent erase call removed first fails the step.
-                {"Key": _key(pk, item[SK]["S"]), "ConditionExpression": _EXISTS},
-            )
-            for item in items
+            # Counted once: an item a concurrent erase call removed first fails the step.
+            ("Delete", key, {"Key": key, "ConditionExpression": _EXISTS})
+            for key in keys
         ]
         self._transact([*deletes, self._replace_erasure(saved, owner.tenant_id, replacing=erasure)])
         return saved

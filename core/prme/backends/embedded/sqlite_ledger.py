@@ -527,7 +527,13 @@ class SqliteLedger:
         with self._transaction() as tx:
             self._insert_journal(tx, record)
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+    def get_journal(
+        self,
+        owner: OwnerKey,
+        record_id: str,
+        *,
+        receipt: bool = False,  # noqa: ARG002 (receipts share the journal table here)
+    ) -> JournalRecord | None:
         rows = self._query(
             "SELECT body FROM journal WHERE tenant=? AND owner=? AND id=?",
             (owner.tenant_id, owner.owner_id, record_id),

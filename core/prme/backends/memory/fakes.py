@@ -246,7 +246,13 @@ class InMemoryLedger:
                 raise ConflictError("journal record already exists")
             self.journal[key] = record
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+    def get_journal(
+        self,
+        owner: OwnerKey,
+        record_id: str,
+        *,
+        receipt: bool = False,  # noqa: ARG002 (one dictionary holds every record)
+    ) -> JournalRecord | None:
         return self.journal.get((owner.tenant_id, owner.owner_id, record_id))
 
     def list_journal(
