@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import uuid
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from botocore.config import Config
 from botocore.stub import Stubber
 
 from prme.backends.aws import resources
-from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS, DynamoDbLedger
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -389,6 +390,11 @@ def test_journal_append_duplicate_and_get(ledger: DynamoDbLedger) -> None:
     assert ledger.get_journal(ALICE, "jr-missing") is None
 
 
+def _receipt_shard(record_id: str) -> int:
+    digest = hashlib.sha256(record_id.encode()).digest()
+    return int.from_bytes(digest[:4], "big") % RECEIPT_SHARDS
+
+
 def test_an_expiring_journal_record_gets_the_ttl_attribute(table: tuple[Any, str]) -> None:
     ledger = dynamodb_ledger(*table)
     for record_id, expires_at in (("kept", None), ("receipt", T0 + timedelta(days=30))):
@@ -403,9 +409,12 @@ def test_an_expiring_journal_record_gets_the_ttl_attribute(table: tuple[Any, str
                 expires_at=expires_at,
             )
         )
-    kept = raw_item(table, "T#t1#O#alice", "JOURNAL#kept")
+    # Receipts sit on the owner's receipt shards (see test_dynamodb_receipt_shards.py).
+    kept = raw_item(table, f"T#t1#O#alice#RECEIPTS#{_receipt_shard('kept')}", "JOURNAL#kept")
     assert kept is not None and resources.TTL_ATTRIBUTE not in kept
-    expiring = raw_item(table, "T#t1#O#alice", "JOURNAL#receipt")
+    expiring = raw_item(
+        table, f"T#t1#O#alice#RECEIPTS#{_receipt_shard('receipt')}", "JOURNAL#receipt"
+    )
     expiry = int((T0 + timedelta(days=30)).timestamp())
     assert expiring is not None and expiring[resources.TTL_ATTRIBUTE] == {"N": str(expiry)}
     stored = ledger.get_journal(ALICE, "receipt")
@@ -600,7 +609,9 @@ def test_transaction_conflicts_are_retried_but_failed_conditions_are_not() -> No
         assert len(sleeps) == 2
 
         cancelled(stub, "ConditionalCheckFailed", "None", "None", "None", "None")
-        stub.add_response("get_item", {})  # the journal record is not ours: a real conflict
+        # The journal record is not ours (in the owner's partition nor on a receipt shard).
+        stub.add_response("get_item", {})
+        stub.add_response("get_item", {})
         with pytest.raises(ConflictError):
             ledger.commit_store(commit)
         cancelled(stub, "ValidationError", "None", "None", "None", "None")
