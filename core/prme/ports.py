@@ -96,6 +96,12 @@ class Ledger(Protocol):
         """Nodes of every owner whose TTL ran out by `at` and that are not archived yet."""
         ...
 
+    def delete_expired_receipts(self, at: datetime, *, saved_before: datetime, limit: int) -> int:
+        """Delete up to `limit` retrieval receipts of every owner that expired by `at` (or, saved
+        without an expiry, by `saved_before`); returns how many. A ledger whose store
+        deletes them itself (DynamoDB's TTL) deletes none here."""
+        ...
+
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         """Replace a node with its archived state, with its journal record and index work.
 

@@ -17,8 +17,8 @@ from prme.engine.service import MemoryEngine
 from prme.errors import ConflictError, CorruptRecordError
 from prme.model.inputs import StoreInput
 from prme.model.records import JournalRecord, NodeChange
-from tests.backends.test_dynamodb_ledger import T0, make_commit
 from tests.harness.engines import ALICE, TOKEN_COUNTER
+from tests.harness.ledger_commits import T0, make_commit
 
 PK = "T#t1#O#alice"
 # A memory as long as the cost benchmark's; with its direct-store journal payload.

@@ -13,8 +13,8 @@ from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS, DynamoDbLedger
 from prme.model.erasure import ErasureCounts, OwnerErasure
 from prme.model.records import JournalRecord
 from prme.retrieval.receipts import RECEIPT_OPERATION
-from tests.backends.test_dynamodb_ledger import make_commit
 from tests.harness.engines import ALICE
+from tests.harness.ledger_commits import make_commit
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 OWNER_PK = "T#t1#O#alice"

@@ -816,6 +816,17 @@ class DynamoDbLedger:
         )
         return [n for n in nodes if n.lifecycle_state is not LifecycleState.ARCHIVED][:limit]
 
+    def delete_expired_receipts(
+        self,
+        at: datetime,  # noqa: ARG002
+        *,
+        saved_before: datetime,  # noqa: ARG002
+        limit: int,  # noqa: ARG002
+    ) -> int:
+        # DynamoDB's TTL deletes expired receipts (their `expires_at_epoch`) at no write cost;
+        # a sweep here would pay a delete per receipt.
+        return 0
+
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         (stored, *_links) = self._node_items(node)
         # Only an unarchived node still carries the expiry index attribute: the guard
