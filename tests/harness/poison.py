@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from prme.backends.aws import resources
+from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS
 from prme.model.records import OwnerKey
 
 # A body that parsed once, made unreadable: deeper than the JSON parser goes, cut short,
@@ -85,11 +86,17 @@ def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
             # Journal ids and idempotency keys (UUIDs) carry no '#': no escaping is needed.
             prefix = "IDEMP" if kind == "idempotency" else kind.upper()
             sk = {"S": f"{prefix}#{record_id}"}
-            item = dynamodb.get_item(
-                TableName=table,
-                Key={resources.PARTITION_KEY: {"S": pk}, resources.SORT_KEY: sk},
-                ConsistentRead=True,
-            )["Item"]
+            # Receipts sit on one of the owner's receipt partition keys.
+            places = [pk, *(f"{pk}#RECEIPTS#{n}" for n in range(RECEIPT_SHARDS))]
+            stored = []
+            for place in places:
+                found = dynamodb.get_item(
+                    TableName=table,
+                    Key={resources.PARTITION_KEY: {"S": place}, resources.SORT_KEY: sk},
+                    ConsistentRead=True,
+                )
+                stored += [found["Item"]] if "Item" in found else []
+            (item,) = stored
         key = {name: item[name] for name in (resources.PARTITION_KEY, resources.SORT_KEY)}
         dynamodb.update_item(
             TableName=table,
