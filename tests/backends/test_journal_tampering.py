@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from prme.backends.aws import resources
-from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS, DynamoDbLedger
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.engine.service import MemoryEngine
 from prme.errors import JournalIntegrityError
@@ -72,12 +72,20 @@ class RawJournal:
         )
 
     def _key(self, record_id: str) -> dict[str, Any]:
+        """Where the record is stored: the owner's partition or, for a receipt, one of the
+        owner's receipt partition keys."""
+        ledger = self._ledger
+        assert isinstance(ledger, DynamoDbLedger)
         # The ids here hold no `#` or `%`, which the ledger would escape in its keys.
         pk = f"T#{self._owner.tenant_id}#O#{self._owner.owner_id}"
-        return {
-            resources.PARTITION_KEY: {"S": pk},
-            resources.SORT_KEY: {"S": f"JOURNAL#{record_id}"},
-        }
+        for place in [pk, *(f"{pk}#RECEIPTS#{n}" for n in range(RECEIPT_SHARDS))]:
+            key = {
+                resources.PARTITION_KEY: {"S": place},
+                resources.SORT_KEY: {"S": f"JOURNAL#{record_id}"},
+            }
+            if "Item" in ledger._client.get_item(TableName=ledger._table, Key=key):
+                return key
+        raise AssertionError(f"no journal record {record_id}")
 
 
 @dataclass(frozen=True)
