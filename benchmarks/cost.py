@@ -279,6 +279,35 @@ def memory_texts(count: int) -> list[str]:
     return texts
 
 
+def stored_sizes(clients: AwsClients, settings: Settings) -> dict[str, Any]:
+    """What is kept: the mean billed size of the table's items by kind (the first part of the
+    sort key; receipts apart) and the mean `_source` of the index's documents."""
+    sizes: dict[str, list[int]] = {}
+    kwargs: dict[str, Any] = {"TableName": settings.table_name, "ConsistentRead": True}
+    while True:
+        page = clients.dynamodb.scan(**kwargs)
+        for item in page["Items"]:
+            kind = str(item[SORT_KEY]["S"]).split("#", 1)[0]
+            if kind == "JOURNAL" and "RECEIPTS#" in str(item[PARTITION_KEY]["S"]):
+                kind = "JOURNAL (receipt)"
+            sizes.setdefault(kind, []).append(item_size(item))
+        if not page.get("LastEvaluatedKey"):
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    alias = settings.opensearch_index_alias
+    clients.opensearch.indices.refresh(index=alias)
+    hits = clients.opensearch.search(index=alias, body={"size": 1000, "_source": True})
+    sources = [len(json.dumps(hit["_source"])) for hit in hits["hits"]["hits"]]
+    return {
+        "table_items": {
+            kind: {"count": len(found), "mean_bytes": round(sum(found) / len(found), 1)}
+            for kind, found in sorted(sizes.items())
+        },
+        "opensearch_documents": len(sources),
+        "opensearch_source_bytes_mean": round(sum(sources) / max(1, len(sources)), 1),
+    }
+
+
 def run(backend: AwsBackend, meter: Meter, settings: Settings, count: int) -> dict[str, Any]:
     engine = backend.engine
     texts = memory_texts(2 * count + 1)
@@ -366,12 +395,21 @@ def main() -> None:
         meter = Meter(clients, settings.table_name)
         count = 20 if args.quick else 200
         results = run(backend, meter, settings, count)
+        # Sizes first: the admission runs add counter items that no operation keeps.
+        kept = stored_sizes(clients, settings)
         results.update(admission_costs(backend, meter, count))
         backend.close()
     print(f"aws backend on the local AWS: {count} stores, {count} ingests, before retrieving")
     print_table(results)
+    print("kept: mean billed bytes of the table's items by kind, and of the index's _source")
+    for kind, found in kept["table_items"].items():
+        print(f"  {kind:32}{found['count']:>8} items {found['mean_bytes']:>12,.1f} bytes")
+    print(
+        f"  {'OpenSearch _source':32}{kept['opensearch_documents']:>8} docs  "
+        f"{kept['opensearch_source_bytes_mean']:>12,.1f} bytes"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2))
+    args.json.write_text(json.dumps({**results, "kept": kept}, indent=2))
     print(f"wrote {args.json}")
 
 

@@ -100,6 +100,12 @@ class Ledger(Protocol):
         """Nodes of every owner whose TTL ran out by `at` and that are not archived yet."""
         ...
 
+    def delete_expired_receipts(self, at: datetime, *, saved_before: datetime, limit: int) -> int:
+        """Delete up to `limit` retrieval receipts of every owner that expired by `at` (or, saved
+        without an expiry, by `saved_before`); returns how many. A ledger whose store
+        deletes them itself (DynamoDB's TTL) deletes none here."""
+        ...
+
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         """Replace a node with its archived state, with its journal record and index work.
 
@@ -158,7 +164,12 @@ class Ledger(Protocol):
         """Append a record; its id is unique within the owner (ConflictError otherwise)."""
         ...
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None: ...
+    def get_journal(
+        self, owner: OwnerKey, record_id: str, *, receipt: bool = False
+    ) -> JournalRecord | None:
+        """`receipt`: the record asked for is likely a retrieval receipt, which a ledger may
+        keep apart from the owner's other records (it looks there first; both are found)."""
+        ...
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100

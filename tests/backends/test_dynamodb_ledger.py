@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
@@ -13,7 +15,7 @@ from botocore.config import Config
 from botocore.stub import Stubber
 
 from prme.backends.aws import resources
-from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS, DynamoDbLedger
 from prme.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -22,29 +24,17 @@ from prme.errors import (
 )
 from prme.model.enums import (
     CredentialRole,
-    EpistemicType,
-    LifecycleState,
-    NodeType,
-    Role,
-    Scope,
-    SourceType,
-    WorkKind,
     WorkStatus,
 )
 from prme.model.records import (
     Credential,
-    Event,
     IdempotencyRecord,
     JournalRecord,
-    MemoryNode,
     OwnerKey,
-    StoreCommit,
-    WorkItem,
 )
 from prme.ports import CredentialStore, Ledger
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, TOKEN_COUNTER
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+from tests.harness.ledger_commits import T0, make_commit
 
 
 def dynamodb_ledger(client: Any, table: str) -> DynamoDbLedger:
@@ -61,59 +51,6 @@ def table(dynamodb_table: tuple[Any, str]) -> tuple[Any, str]:
 def ledger(dynamodb_table: tuple[Any, str]) -> DynamoDbLedger:
     client, name = dynamodb_table
     return dynamodb_ledger(client, name)
-
-
-def make_commit(
-    owner: OwnerKey,
-    n: int,
-    *,
-    at: datetime = T0,
-    content: str = "I adopted a dog named Rex.",
-    extra_evidence: tuple[str, ...] = (),
-    event_id: str | None = None,
-) -> StoreCommit:
-    event_id = event_id or f"ev-{n:04d}"
-    ids = {"tenant_id": owner.tenant_id, "owner_id": owner.owner_id}
-    event = Event(
-        id=event_id,
-        content=content,
-        content_sha256="0" * 64,
-        role=Role.USER,
-        ingested_at=at,
-        **ids,
-    )
-    node = MemoryNode(
-        id=f"node-{n:04d}",
-        node_type=NodeType.NOTE,
-        content=content,
-        content_sha256="0" * 64,
-        scope=Scope.PERSONAL,
-        source_type=SourceType.USER_STATED,
-        epistemic_type=EpistemicType.ASSERTED,
-        confidence=0.9,
-        lifecycle_state=LifecycleState.TENTATIVE,
-        created_at=at,
-        updated_at=at,
-        evidence_refs=(event_id, *extra_evidence),
-        **ids,
-    )
-    journal = JournalRecord.build(
-        record_id=f"jr-{n:04d}",
-        owner=owner,
-        operation="store",
-        subject_id=event_id,
-        created_at=at,
-        payload={"node_id": node.id},
-    )
-    work = WorkItem.queued(
-        WorkKind.INDEX_NODE,
-        work_id=f"work-{n:04d}",
-        owner=owner,
-        event_id=event_id,
-        node_id=node.id,
-        now=at,
-    )
-    return StoreCommit(event=event, node=node, journal=journal, work=work)
 
 
 def raw_item(table: tuple[Any, str], pk: str, sk: str) -> dict[str, Any] | None:
@@ -388,6 +325,11 @@ def test_journal_append_duplicate_and_get(ledger: DynamoDbLedger) -> None:
     assert ledger.get_journal(ALICE, "jr-missing") is None
 
 
+def _receipt_shard(record_id: str) -> int:
+    digest = hashlib.sha256(record_id.encode()).digest()
+    return int.from_bytes(digest[:4], "big") % RECEIPT_SHARDS
+
+
 def test_an_expiring_journal_record_gets_the_ttl_attribute(table: tuple[Any, str]) -> None:
     ledger = dynamodb_ledger(*table)
     for record_id, expires_at in (("kept", None), ("receipt", T0 + timedelta(days=30))):
@@ -402,9 +344,12 @@ def test_an_expiring_journal_record_gets_the_ttl_attribute(table: tuple[Any, str
                 expires_at=expires_at,
             )
         )
-    kept = raw_item(table, "T#t1#O#alice", "JOURNAL#kept")
+    # Receipts sit on the owner's receipt shards (see test_dynamodb_receipt_shards.py).
+    kept = raw_item(table, f"T#t1#O#alice#RECEIPTS#{_receipt_shard('kept')}", "JOURNAL#kept")
     assert kept is not None and resources.TTL_ATTRIBUTE not in kept
-    expiring = raw_item(table, "T#t1#O#alice", "JOURNAL#receipt")
+    expiring = raw_item(
+        table, f"T#t1#O#alice#RECEIPTS#{_receipt_shard('receipt')}", "JOURNAL#receipt"
+    )
     expiry = int((T0 + timedelta(days=30)).timestamp())
     assert expiring is not None and expiring[resources.TTL_ATTRIBUTE] == {"N": str(expiry)}
     stored = ledger.get_journal(ALICE, "receipt")
@@ -493,8 +438,14 @@ def test_credentials_put_find_list_and_revoke(ledger: DynamoDbLedger) -> None:
 # -- limits -------------------------------------------------------------------------------
 
 
+def _incompressible(chars: int) -> str:
+    """Text that zlib cannot shrink much (bodies are stored compressed): random CJK."""
+    rng = random.Random(19)
+    return "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(chars))
+
+
 def test_item_over_the_size_limit_is_refused_before_any_write(ledger: DynamoDbLedger) -> None:
-    big = make_commit(ALICE, 1, content="é" * (resources.MAX_ITEM_BYTES // 2))
+    big = make_commit(ALICE, 1, content=_incompressible(resources.MAX_ITEM_BYTES))
 
     with pytest.raises(PayloadTooLargeError):
         ledger.commit_store(big)
@@ -502,7 +453,9 @@ def test_item_over_the_size_limit_is_refused_before_any_write(ledger: DynamoDbLe
     assert ledger.get_event(ALICE, big.event.id) is None
     assert ledger.get_journal(ALICE, big.journal.id) is None
     assert ledger.count_pending_work(None) == 0
-    huge_journal = big.journal.model_copy(update={"payload": {"text": "x" * 400_000}})
+    huge_journal = big.journal.model_copy(
+        update={"payload": {"text": _incompressible(resources.MAX_ITEM_BYTES)}}
+    )
     with pytest.raises(PayloadTooLargeError):
         ledger.append_journal(huge_journal)
     assert ledger.get_journal(ALICE, big.journal.id) is None
@@ -591,7 +544,9 @@ def test_transaction_conflicts_are_retried_but_failed_conditions_are_not() -> No
         assert len(sleeps) == 2
 
         cancelled(stub, "ConditionalCheckFailed", "None", "None", "None", "None")
-        stub.add_response("get_item", {})  # the journal record is not ours: a real conflict
+        # The journal record is not ours (in the owner's partition nor on a receipt shard).
+        stub.add_response("get_item", {})
+        stub.add_response("get_item", {})
         with pytest.raises(ConflictError):
             ledger.commit_store(commit)
         cancelled(stub, "ValidationError", "None", "None", "None", "None")

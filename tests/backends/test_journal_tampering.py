@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,12 +17,13 @@ from typing import Any
 import pytest
 
 from prme.backends.aws import resources
-from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS, DynamoDbLedger
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.engine.service import MemoryEngine
 from prme.errors import JournalIntegrityError
 from prme.model.records import OwnerKey
 from tests.harness.http import TENANT, Api
+from tests.harness.poison import stored_text
 
 ALICE = OwnerKey(tenant_id=TENANT, owner_id="alice")
 REFUSED = {"detail": JournalIntegrityError.default_detail, "error": "journal_integrity"}
@@ -50,7 +52,7 @@ class RawJournal:
             Key=self._key(record_id),
             ConsistentRead=True,
         )["Item"]
-        dynamo_body: dict[str, Any] = json.loads(item["body"]["S"])
+        dynamo_body: dict[str, Any] = json.loads(stored_text(item))
         return dynamo_body
 
     def write(self, record_id: str, body: dict[str, Any]) -> None:
@@ -66,16 +68,24 @@ class RawJournal:
             TableName=ledger._table,
             Key=self._key(record_id),
             UpdateExpression="SET body = :body",
-            ExpressionAttributeValues={":body": {"S": text}},
+            ExpressionAttributeValues={":body": {"B": zlib.compress(text.encode())}},
         )
 
     def _key(self, record_id: str) -> dict[str, Any]:
+        """Where the record is stored: the owner's partition or, for a receipt, one of the
+        owner's receipt partition keys."""
+        ledger = self._ledger
+        assert isinstance(ledger, DynamoDbLedger)
         # The ids here hold no `#` or `%`, which the ledger would escape in its keys.
         pk = f"T#{self._owner.tenant_id}#O#{self._owner.owner_id}"
-        return {
-            resources.PARTITION_KEY: {"S": pk},
-            resources.SORT_KEY: {"S": f"JOURNAL#{record_id}"},
-        }
+        for place in [pk, *(f"{pk}#RECEIPTS#{n}" for n in range(RECEIPT_SHARDS))]:
+            key = {
+                resources.PARTITION_KEY: {"S": place},
+                resources.SORT_KEY: {"S": f"JOURNAL#{record_id}"},
+            }
+            if "Item" in ledger._client.get_item(TableName=ledger._table, Key=key):
+                return key
+        raise AssertionError(f"no journal record {record_id}")
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prme.backends.aws import resources
+from prme.backends.aws.dynamodb_ledger import RECEIPT_SHARDS
 from prme.model.records import OwnerKey
 
 # A body that parsed once, made unreadable: deeper than the JSON parser goes, cut short,
@@ -57,6 +59,12 @@ def sqlite_poison(ledger_file: Path) -> Poison:
     return poison
 
 
+def stored_text(item: dict[str, Any]) -> str:
+    """The text of a DynamoDB item's body: compressed (binary) or, when older, plain text."""
+    body = item["body"]
+    return zlib.decompress(body["B"]).decode() if "B" in body else str(body["S"])
+
+
 def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
     """Rewrites a stored body in the DynamoDB table with plain item calls."""
 
@@ -78,17 +86,25 @@ def dynamodb_poison(dynamodb: Any, table: str) -> Poison:
             # Journal ids and idempotency keys (UUIDs) carry no '#': no escaping is needed.
             prefix = "IDEMP" if kind == "idempotency" else kind.upper()
             sk = {"S": f"{prefix}#{record_id}"}
-            item = dynamodb.get_item(
-                TableName=table,
-                Key={resources.PARTITION_KEY: {"S": pk}, resources.SORT_KEY: sk},
-                ConsistentRead=True,
-            )["Item"]
+            # Receipts sit on one of the owner's receipt partition keys.
+            places = [pk, *(f"{pk}#RECEIPTS#{n}" for n in range(RECEIPT_SHARDS))]
+            stored = []
+            for place in places:
+                found = dynamodb.get_item(
+                    TableName=table,
+                    Key={resources.PARTITION_KEY: {"S": place}, resources.SORT_KEY: sk},
+                    ConsistentRead=True,
+                )
+                stored += [found["Item"]] if "Item" in found else []
+            (item,) = stored
         key = {name: item[name] for name in (resources.PARTITION_KEY, resources.SORT_KEY)}
         dynamodb.update_item(
             TableName=table,
             Key=key,
             UpdateExpression="SET body = :body",
-            ExpressionAttributeValues={":body": {"S": BREAKAGES[breakage](item["body"]["S"])}},
+            ExpressionAttributeValues={
+                ":body": {"B": zlib.compress(BREAKAGES[breakage](stored_text(item)).encode())}
+            },
         )
 
     return poison

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +60,25 @@ def scan_sqlite(data_dir: Path) -> list[str]:
     return rows
 
 
+def _inflated(value: object) -> str:
+    """A binary attribute as text: record bodies are stored zlib-compressed; other bytes
+    (digests) as latin-1, so that nothing is hidden from the search."""
+    assert isinstance(value, bytes)
+    try:
+        return zlib.decompress(value).decode()
+    except (zlib.error, UnicodeDecodeError):
+        return value.decode("latin-1")
+
+
 def scan_aws(dynamodb: Any, table: str, opensearch: Any, alias: str) -> list[str]:
     """Every item of the DynamoDB table (a Scan) and every document of the index (match_all)."""
     found: list[str] = []
     kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = dynamodb.scan(**kwargs)
-        found.extend(json.dumps(item, ensure_ascii=False) for item in page.get("Items", []))
+        found.extend(
+            json.dumps(item, ensure_ascii=False, default=_inflated) for item in page["Items"]
+        )
         if not page.get("LastEvaluatedKey"):
             break
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from prme.backends.aws.resources import index_name
 from prme.engine.work_refs import WorkRef
 from prme.model.enums import NodeType, ProcessingStatus, WorkFailure
 from prme.model.inputs import StoreInput
@@ -136,7 +137,7 @@ def test_poison_work_fails_on_its_last_receive_and_shows_in_status(deployed: Dep
     from functions import materializer, runtime
 
     result, work = pending_store("a node the index keeps refusing")
-    runtime.backend().clients.opensearch.indices.close(index=f"{deployed.names.index_alias}-v1")
+    runtime.backend().clients.opensearch.indices.close(index=index_name(deployed.names.index_alias))
     try:
         first = materializer.handler(
             sqs_event([WorkRef.of(work)], receive_count=1), FakeLambdaContext()
@@ -152,7 +153,9 @@ def test_poison_work_fails_on_its_last_receive_and_shows_in_status(deployed: Dep
         assert status is ProcessingStatus.FAILED
         assert items[0].last_error == "retries_exhausted"
     finally:
-        runtime.backend().clients.opensearch.indices.open(index=f"{deployed.names.index_alias}-v1")
+        runtime.backend().clients.opensearch.indices.open(
+            index=index_name(deployed.names.index_alias)
+        )
 
 
 def _untouched_for(work: Any, seconds: int) -> None:

@@ -7,6 +7,7 @@ the lifecycle, with a journal record, and queues the index update. The source ev
 from __future__ import annotations
 
 import contextlib
+from datetime import timedelta
 
 from prme.engine.deps import EngineDeps
 from prme.engine.materialize import index_work_item
@@ -15,6 +16,15 @@ from prme.model.enums import LifecycleState
 from prme.model.records import JournalRecord, OwnerKey
 
 TTL_ARCHIVE_OPERATION = "ttl_expiry_archive"
+
+
+def delete_expired_receipts(deps: EngineDeps, *, limit: int = 1000) -> int:
+    """Delete up to `limit` receipts past their retention, across owners; returns how many.
+    They already read as not found (`receipt_expired`); this frees their space where the
+    store has no TTL of its own (the embedded ledger)."""
+    now = deps.clock.now()
+    retention = timedelta(days=deps.config.receipt_retention_days)
+    return deps.ledger.delete_expired_receipts(now, saved_before=now - retention, limit=limit)
 
 
 def archive_expired_nodes(deps: EngineDeps, *, limit: int = 100) -> int:

@@ -24,8 +24,10 @@ def check_intact(record: JournalRecord, owner: OwnerKey, record_id: str) -> Jour
     return record
 
 
-def read_journal(deps: EngineDeps, owner: OwnerKey, record_id: str) -> JournalRecord | None:
-    record = deps.ledger.get_journal(owner, record_id)
+def read_journal(
+    deps: EngineDeps, owner: OwnerKey, record_id: str, *, receipt: bool = False
+) -> JournalRecord | None:
+    record = deps.ledger.get_journal(owner, record_id, receipt=receipt)
     return None if record is None else check_intact(record, owner, record_id)
 
 

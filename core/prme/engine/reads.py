@@ -59,7 +59,7 @@ def get_processing_status(
 
 def get_receipt_record(deps: EngineDeps, owner: OwnerKey, request_id: str) -> JournalRecord:
     """The journaled receipt of a retrieval; a tampered one raises JournalIntegrityError."""
-    record = read_journal(deps, owner, request_id)
+    record = read_journal(deps, owner, request_id, receipt=True)
     if record is None or record.operation != RECEIPT_OPERATION or receipt_expired(deps, record):
         raise NotFoundError("Retrieval receipt not found")
     return record

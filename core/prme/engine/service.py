@@ -221,6 +221,9 @@ class MemoryEngine:
         )
 
     def archive_expired(self, *, limit: int = 100) -> int:
+        """Archive up to `limit` expired nodes (the count returned); the same maintenance pass
+        deletes up to ten times as many expired receipts."""
+        expiry.delete_expired_receipts(self.deps, limit=10 * limit)
         return expiry.archive_expired_nodes(self.deps, limit=limit)
 
     def sweep_overdue(self, *, overdue_seconds: int | Mapping[WorkFamily, int]) -> SweepReport:

@@ -12,6 +12,7 @@ import random
 import re
 import time
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -54,9 +55,10 @@ from prme.model.records import (
     StoreCommit,
     WorkItem,
 )
+from prme.retrieval.receipts import RECEIPT_OPERATION
 
 # Low-level client items: attribute name -> {"S": ...} / {"N": ...}.
-Item = dict[str, dict[str, str]]
+Item = dict[str, dict[str, Any]]
 # The records kept under `<KIND>#<id>` and read back by id, alone or in batches.
 _ById = TypeVar("_ById", Event, MemoryNode)
 
@@ -100,7 +102,7 @@ def _erased_field(item: dict[str, Any]) -> str:
         if sort_key.startswith(prefix):
             return field
     try:
-        operation = json.loads(item.get("body", {}).get("S", ""))["operation"]
+        operation = json.loads(_unpacked(item.get("body", {"S": ""})))["operation"]
     except (ValueError, KeyError, TypeError):
         operation = ""
     # Journal records, unreadable ones and any kind this version does not know.
@@ -159,6 +161,23 @@ def _shard(work_id: str) -> int:
     return int.from_bytes(digest[:4], "big") % resources.PENDING_SHARDS
 
 
+# Receipts (one per retrieval, the largest journal items) are spread over this many partition
+# keys per owner, chosen by their request id: one owner's retrievals are not capped by one
+# partition's write throughput (1,000 units a second), and a receipt is still read by its id
+# with one GetItem. Changing the number would strand stored receipts: never change it.
+RECEIPT_SHARDS = 16
+
+
+def _receipt_pk(owner_pk: str, record_id: str) -> str:
+    digest = hashlib.sha256(record_id.encode()).digest()
+    return f"{owner_pk}#RECEIPTS#{int.from_bytes(digest[:4], 'big') % RECEIPT_SHARDS}"
+
+
+def _owner_partitions(owner_pk: str) -> list[str]:
+    """Every partition key holding an owner's items: its own and its receipt shards."""
+    return [owner_pk, *(f"{owner_pk}#RECEIPTS#{shard}" for shard in range(RECEIPT_SHARDS))]
+
+
 def _key(pk: str, sk: str) -> Item:
     return {PK: {"S": pk}, SK: {"S": sk}}
 
@@ -177,25 +196,63 @@ def _legacy_idempotency_sk(operation: str, key: str) -> str:
 
 
 def _item_size(item: Item) -> int:
-    """DynamoDB's item size: attribute names plus values in UTF-8 (numbers counted as text)."""
+    """DynamoDB's item size: attribute names plus values (text in UTF-8, numbers as text,
+    binary as its bytes)."""
     total = 0
     for name, value in item.items():
         total += len(name.encode())
-        total += sum(len(v.encode()) for v in value.values())
+        total += sum(len(v) if isinstance(v, bytes) else len(v.encode()) for v in value.values())
     return total
 
 
+# Record bodies are JSON of a few hundred bytes to tens of KB, mostly field names, ids and
+# timestamps that repeat: zlib halves them or better. Write units are billed per started KB
+# (twice inside a transaction), so a store's node and journal items drop from 2 KB to 1 KB
+# each and a receipt to about a third. Bodies written before this are text ("S") and read as
+# they are; compressed ones are binary ("B").
+_COMPRESSION_LEVEL = 6
+# No stored item exceeds 400 KB, and JSON compresses at most about a hundredfold: a body that
+# inflates beyond this is damaged (or hostile) and reads as unreadable instead.
+_MAX_INFLATED_BODY = 64 * resources.MAX_ITEM_BYTES
+# A node item's digest of its body text (see `_body_digest`).
+_DIGEST = "body_hash"
+
+
+def _packed(text: str) -> dict[str, Any]:
+    """The stored value of a record body."""
+    return {"B": zlib.compress(text.encode(), _COMPRESSION_LEVEL)}
+
+
+def _unpacked(value: dict[str, Any]) -> str:
+    """The text of a stored body, compressed or not. A damaged one reads as empty text, which
+    fails to load like any other broken body."""
+    if "S" in value:
+        return str(value["S"])
+    try:
+        inflater = zlib.decompressobj()
+        text = inflater.decompress(bytes(value.get("B", b"")), _MAX_INFLATED_BODY)
+        if inflater.unconsumed_tail or not inflater.eof:
+            return ""
+        return text.decode()
+    except (zlib.error, UnicodeDecodeError, TypeError):
+        return ""
+
+
+def _body_digest(text: str) -> dict[str, Any]:
+    """What a node's conditional replace compares instead of its compressed body: compressed
+    bytes of equal text may differ between zlib builds, a digest of the text never does."""
+    return {"B": hashlib.sha256(text.encode()).digest()[:16]}
+
+
 def _body(item: dict[str, Any]) -> str:
-    body: str = item["body"]["S"]
-    return body
+    return _unpacked(item["body"])
 
 
 def _stored(item: dict[str, Any]) -> tuple[str, str]:
     """`(record id, body)` of an item; the id is the last part of its sort key. A missing
     body reads as an empty one, which fails to load like any other broken body."""
     record_id = str(item[SK]["S"]).rsplit("#", 1)[-1].replace("%23", "#").replace("%25", "%")
-    body = item.get("body", {}).get("S", "")
-    return record_id, str(body)
+    return record_id, _unpacked(item.get("body", {"S": ""}))
 
 
 def _delete(key: Item) -> tuple[str, Item, dict[str, Any]]:
@@ -384,15 +441,17 @@ class DynamoDbLedger:
         return {
             **_key(_owner_pk(e.tenant_id, e.owner_id), f"EVENT#{_part(e.id)}"),
             "kind": {"S": "event"},
-            "body": {"S": e.model_dump_json()},
+            "body": _packed(e.model_dump_json()),
         }
 
     def _node_items(self, n: MemoryNode) -> list[Item]:
         pk = _owner_pk(n.tenant_id, n.owner_id)
+        text = n.model_dump_json()
         node: Item = {
             **_key(pk, f"NODE#{_part(n.id)}"),
             "kind": {"S": "node"},
-            "body": {"S": n.model_dump_json()},
+            "body": _packed(text),
+            _DIGEST: _body_digest(text),
         }
         if n.expires_at is not None and n.lifecycle_state is not LifecycleState.ARCHIVED:
             node[resources.EXPIRING_PK] = {"S": f"EXPIRING#{_shard(n.id)}"}
@@ -414,10 +473,13 @@ class DynamoDbLedger:
         return [node, *links]
 
     def _journal_item(self, j: JournalRecord) -> Item:
+        pk = _owner_pk(j.tenant_id, j.owner_id)
+        if j.operation == RECEIPT_OPERATION:
+            pk = _receipt_pk(pk, j.id)
         item: Item = {
-            **_key(_owner_pk(j.tenant_id, j.owner_id), f"JOURNAL#{_part(j.id)}"),
+            **_key(pk, f"JOURNAL#{_part(j.id)}"),
             "kind": {"S": "journal"},
-            "body": {"S": j.model_dump_json()},
+            "body": _packed(j.model_dump_json()),
         }
         if j.expires_at is not None:
             # DynamoDB deletes it some time after; reads refuse it from expires_at on.
@@ -428,7 +490,7 @@ class DynamoDbLedger:
         return {
             **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.key)),
             "kind": {"S": "idempotency"},
-            "body": {"S": i.model_dump_json()},
+            "body": _packed(i.model_dump_json()),
             # DynamoDB may delete the record once expired; until then it still replays.
             resources.TTL_ATTRIBUTE: {"N": str(int(i.expires_at.timestamp()))},
         }
@@ -439,7 +501,7 @@ class DynamoDbLedger:
             **_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}"),
             "kind": {"S": "work"},
             "status": {"S": w.status.value},
-            "body": {"S": w.model_dump_json()},
+            "body": _packed(w.model_dump_json()),
         }
         if w.status is WorkStatus.PENDING:
             order = f"{_sortable(w.created_at)}#{w.id}"
@@ -688,13 +750,7 @@ class DynamoDbLedger:
                 (
                     "Put",
                     stored,
-                    {
-                        "ConditionExpression": "#body = :previous",
-                        "ExpressionAttributeNames": {"#body": "body"},
-                        "ExpressionAttributeValues": {
-                            ":previous": {"S": previous.model_dump_json()}
-                        },
-                    },
+                    self._unchanged_node(previous),
                 )
             )
         for node in change.new_nodes:
@@ -711,11 +767,24 @@ class DynamoDbLedger:
             self._transact(actions)
 
     @staticmethod
+    def _unchanged_node(previous: MemoryNode) -> dict[str, Any]:
+        """The condition of replacing a node only in the exact state that was read. Nodes
+        written before bodies were compressed carry no digest and still hold their text."""
+        text = previous.model_dump_json()
+        return {
+            "ConditionExpression": (
+                "#digest = :digest OR (attribute_not_exists(#digest) AND #body = :text)"
+            ),
+            "ExpressionAttributeNames": {"#digest": _DIGEST, "#body": "body"},
+            "ExpressionAttributeValues": {":digest": _body_digest(text), ":text": {"S": text}},
+        }
+
+    @staticmethod
     def _edge_item(e: MemoryEdge) -> Item:
         return {
             **_key(_owner_pk(e.tenant_id, e.owner_id), f"EDGE#{_part(e.id)}"),
             "kind": {"S": "edge"},
-            "body": {"S": e.model_dump_json()},
+            "body": _packed(e.model_dump_json()),
         }
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
@@ -746,6 +815,17 @@ class DynamoDbLedger:
             earliest, MemoryNode, "node", (resources.EXPIRING_PK, resources.EXPIRING_SK)
         )
         return [n for n in nodes if n.lifecycle_state is not LifecycleState.ARCHIVED][:limit]
+
+    def delete_expired_receipts(
+        self,
+        at: datetime,  # noqa: ARG002
+        *,
+        saved_before: datetime,  # noqa: ARG002
+        limit: int,  # noqa: ARG002
+    ) -> int:
+        # DynamoDB's TTL deletes expired receipts (their `expires_at_epoch`) at no write cost;
+        # a sweep here would pay a delete per receipt.
+        return 0
 
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         (stored, *_links) = self._node_items(node)
@@ -778,9 +858,19 @@ class DynamoDbLedger:
         self._check_size(item)
         self._call("put_item", TableName=self._table, Item=item, ConditionExpression=_NOT_EXISTS)
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
-        item = self._get(_key(_pk_of(owner), f"JOURNAL#{_part(record_id)}"))
-        return None if item is None else load_record(JournalRecord, "journal", *_stored(item))
+    def get_journal(
+        self, owner: OwnerKey, record_id: str, *, receipt: bool = False
+    ) -> JournalRecord | None:
+        pk, sk = _pk_of(owner), f"JOURNAL#{_part(record_id)}"
+        # Receipts sit on their shard (those saved before receipts were spread, in the owner's
+        # partition, with every other record): the likely place first, so a found record is
+        # one GetItem; only a miss looks in both.
+        places = [_receipt_pk(pk, record_id), pk]
+        for place in places if receipt else reversed(places):
+            item = self._get(_key(place, sk))
+            if item is not None:
+                return load_record(JournalRecord, "journal", *_stored(item))
+        return None
 
     def list_journal(
         self, owner: OwnerKey, id_prefix: str, *, after_id: str | None = None, limit: int = 100
@@ -991,24 +1081,27 @@ class DynamoDbLedger:
         return removed
 
     def erase_owner_step(self, owner: OwnerKey, erasure: OwnerErasure, limit: int) -> OwnerErasure:
-        pk = _pk_of(owner)
-        items = self._query_items(
-            limit=max(1, min(limit, _ERASE_TRANSACTION_RECORDS)),
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": PK},
-            ExpressionAttributeValues={":pk": {"S": pk}},
-            ConsistentRead=True,
-        )
+        room = max(1, min(limit, _ERASE_TRANSACTION_RECORDS))
+        items: list[dict[str, Any]] = []
+        # The owner's partition, then its receipt shards: a step that finds nothing in any of
+        # them is the last one.
+        for pk in _owner_partitions(_pk_of(owner)):
+            if len(items) >= room:
+                break
+            items += self._query_items(
+                limit=room - len(items),
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues={":pk": {"S": pk}},
+                ConsistentRead=True,
+            )
         removed = Counter(_erased_field(item) for item in items)
         saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
+        keys = [_key(item[PK]["S"], item[SK]["S"]) for item in items]
         deletes = [
-            (
-                "Delete",
-                _key(pk, item[SK]["S"]),
-                # Counted once: an item a concurrent erase call removed first fails the step.
-                {"Key": _key(pk, item[SK]["S"]), "ConditionExpression": _EXISTS},
-            )
-            for item in items
+            # Counted once: an item a concurrent erase call removed first fails the step.
+            ("Delete", key, {"Key": key, "ConditionExpression": _EXISTS})
+            for key in keys
         ]
         self._transact([*deletes, self._replace_erasure(saved, owner.tenant_id, replacing=erasure)])
         return saved

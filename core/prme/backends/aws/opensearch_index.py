@@ -5,6 +5,7 @@ Also builds the opensearch-py client for a local node (plain HTTP) or Amazon Ope
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 import time
@@ -15,9 +16,15 @@ from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
 from typing import Any, Literal
 
+import numpy as np
 from opensearchpy.exceptions import NotFoundError, OpenSearchException
 
-from prme.backends.aws.resources import CONTENT_VECTOR_FIELD, VECTOR_FIELD, index_body
+from prme.backends.aws.resources import (
+    CONTENT_VECTOR_BYTES_FIELD,
+    CONTENT_VECTOR_FIELD,
+    VECTOR_FIELD,
+    index_body,
+)
 from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.engine.deadlines import remaining_seconds
@@ -59,6 +66,21 @@ def document_id(tenant_id: str, owner_id: str, node_id: str) -> str:
     return f"{tenant_id}:{owner_id}:{node_id}"
 
 
+def packed_vector(vector: Sequence[float]) -> str:
+    """A vector as `CONTENT_VECTOR_BYTES_FIELD` stores it: base64 of little-endian float32."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+
+
+def unpacked_vector(packed: str) -> tuple[float, ...]:
+    """The vector `packed_vector` stored, each float32 widened exactly."""
+    return tuple(float(x) for x in np.frombuffer(base64.b64decode(packed), dtype="<f4"))
+
+
+def _as_stored(vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    """A vector at the precision the index gives it back (float32)."""
+    return None if vector is None else unpacked_vector(packed_vector(vector))
+
+
 def to_source(doc: IndexDocument) -> dict[str, Any]:
     """The stored form of a document; absent optional fields are omitted, not null."""
     source: dict[str, Any] = {
@@ -75,10 +97,12 @@ def to_source(doc: IndexDocument) -> dict[str, Any]:
         "effective_time": _millis(doc.effective_time),
     }
     if doc.vector is not None:
+        # Indexed for k-NN; kept out of `_source` by the mapping (index version 2 on).
         source[VECTOR_FIELD] = list(doc.vector)
-    # Stored only when it differs from the vector; readers fall back to the vector.
-    if doc.content_vector is not None and doc.content_vector != doc.vector:
-        source[CONTENT_VECTOR_FIELD] = list(doc.content_vector)
+    content = doc.content_vector if doc.content_vector is not None else doc.vector
+    # Only a session's records are ever read back as a predecessor (`session_predecessors`).
+    if content is not None and doc.session_id is not None:
+        source[CONTENT_VECTOR_BYTES_FIELD] = packed_vector(content)
     if doc.embedding_model is not None:
         source["embedding_model"] = doc.embedding_model
     if doc.session_id is not None:
@@ -183,7 +207,10 @@ class RecentSessionWrites:
                 if doc.session_id is None:
                     continue
                 key = (doc.tenant_id, doc.owner_id, doc.session_id, doc.node_id)
-                vector = doc.content_vector if doc.content_vector is not None else doc.vector
+                # As the index gives it back, so a record mixes the same vector either way.
+                vector = _as_stored(
+                    doc.content_vector if doc.content_vector is not None else doc.vector
+                )
                 self._written[key] = (
                     now,
                     _Said(
@@ -685,6 +712,8 @@ class OpenSearchIndex:
                     "node_id",
                     "embedding_model",
                     "effective_time",
+                    CONTENT_VECTOR_BYTES_FIELD,
+                    # Documents written before the bytes field (in a version 1 index).
                     VECTOR_FIELD,
                     CONTENT_VECTOR_FIELD,
                 ]
@@ -802,14 +831,20 @@ def _cosine_of_score(score: Any) -> float:
 
 
 def _said(source: Mapping[str, Any]) -> _Said:
-    stored = source.get(CONTENT_VECTOR_FIELD)
-    if stored is None:
-        stored = source.get(VECTOR_FIELD)
+    packed = source.get(CONTENT_VECTOR_BYTES_FIELD)
+    if packed is not None:
+        vector: tuple[float, ...] | None = unpacked_vector(str(packed))
+    else:
+        # Written before the bytes field: the floats, in a version 1 index's `_source`.
+        stored = source.get(CONTENT_VECTOR_FIELD)
+        if stored is None:
+            stored = source.get(VECTOR_FIELD)
+        vector = _as_stored(tuple(float(x) for x in stored)) if stored is not None else None
     return _Said(
         effective=int(source["effective_time"]),
         node_id=str(source["node_id"]),
         model=source.get("embedding_model"),
-        vector=tuple(float(x) for x in stored) if stored is not None else None,
+        vector=vector,
     )
 
 

@@ -134,7 +134,9 @@ def queue_specs(prefix: str) -> dict[str, QueueSpec]:
 
 
 # -- OpenSearch -----------------------------------------------------------------------
-INDEX_VERSION = 1
+# 2: vectors excluded from `_source` (a mapping setting an existing index cannot take: a
+# version 1 index keeps working, with its vectors in `_source`, until it is rebuilt).
+INDEX_VERSION = 2
 # Metric a function counts when it refuses the index it found (missing alias, another vector
 # dimension or engine); the stack alarms on it.
 SEARCH_INDEX_REFUSED_METRIC = "SearchIndexRefused"
@@ -143,14 +145,21 @@ OVERDUE_WORK_FAILED_METRIC = "OverdueWorkFailed"
 # Counted by a function for usage entries its usage log could not save (lost to billing).
 USAGE_NOT_RECORDED_METRIC = "UsageNotRecorded"
 VECTOR_FIELD = "vector"
-# A record's own embedding, kept only to be read back (never searched, no doc values).
+# A record's own embedding, kept only to be read back (never searched, no doc values); no
+# longer written, and out of `_source` from index version 2 on.
 CONTENT_VECTOR_FIELD = "content_vector"
+# The same as little-endian float32 (the precision the vector field and the embedded index
+# keep), base64 in `_source`: what a session's next record reads back, a third of the JSON.
+CONTENT_VECTOR_BYTES_FIELD = "content_vector_f32"
 
 
 def added_properties() -> dict[str, Any]:
     """Fields added to the mapping after version 1 was first created; bootstrap puts them
     on an index that exists already (adding a field is allowed without a reindex)."""
-    return {CONTENT_VECTOR_FIELD: {"type": "float", "index": False, "doc_values": False}}
+    return {
+        CONTENT_VECTOR_FIELD: {"type": "float", "index": False, "doc_values": False},
+        CONTENT_VECTOR_BYTES_FIELD: {"type": "binary"},
+    }
 
 
 def index_name(alias: str) -> str:
@@ -181,6 +190,9 @@ def index_body(dimension: int, *, shards: int = 1, replicas: int = 0) -> dict[st
             },
         },
         "mappings": {
+            # Searches read ids from doc values and a predecessor's vector from its bytes: the
+            # floats (about 12 KB of JSON each at 1024 dimensions) are indexed, not kept.
+            "_source": {"excludes": [VECTOR_FIELD, CONTENT_VECTOR_FIELD]},
             "dynamic": "strict",
             "properties": {
                 "tenant_id": keyword,

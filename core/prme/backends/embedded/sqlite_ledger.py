@@ -47,6 +47,7 @@ from prme.model.records import (
     StoreCommit,
     WorkItem,
 )
+from prme.retrieval.receipts import RECEIPT_OPERATION
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -309,6 +310,23 @@ class SqliteLedger:
                     ],
                 )
 
+    def delete_expired_receipts(self, at: datetime, *, saved_before: datetime, limit: int) -> int:
+        if limit <= 0:
+            return 0
+        # The expiry is read from the body: CASE guards json_extract from a damaged body (it
+        # raises on malformed JSON), so one bad record cannot stop the sweep; julianday
+        # compares instants whatever the offset notation.
+        expiry = "julianday(CASE WHEN json_valid(body) THEN json_extract(body, '$.expires_at') END)"
+        with self._transaction() as tx:
+            rows = tx.execute(
+                f"SELECT tenant, owner, id FROM journal WHERE operation = ? AND ("  # noqa: S608
+                f"{expiry} <= julianday(?) "
+                f"OR ({expiry} IS NULL AND julianday(created_at) <= julianday(?))) LIMIT ?",
+                (RECEIPT_OPERATION, at.isoformat(), saved_before.isoformat(), limit),
+            ).fetchall()
+            tx.executemany("DELETE FROM journal WHERE tenant=? AND owner=? AND id=?", rows)
+        return len(rows)
+
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         with self._transaction() as tx:
             # Leaving the expiry list is the guard: a node is archived by one pass only.
@@ -527,7 +545,13 @@ class SqliteLedger:
         with self._transaction() as tx:
             self._insert_journal(tx, record)
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+    def get_journal(
+        self,
+        owner: OwnerKey,
+        record_id: str,
+        *,
+        receipt: bool = False,  # noqa: ARG002 (receipts share the journal table here)
+    ) -> JournalRecord | None:
         rows = self._query(
             "SELECT body FROM journal WHERE tenant=? AND owner=? AND id=?",
             (owner.tenant_id, owner.owner_id, record_id),

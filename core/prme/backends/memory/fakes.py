@@ -37,6 +37,7 @@ from prme.model.records import (
     WorkItem,
 )
 from prme.model.search import IndexDocument, IndexHits, IndexQuery
+from prme.retrieval.receipts import RECEIPT_OPERATION
 
 _Record = TypeVar("_Record", Event, MemoryNode, MemoryEdge)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -166,6 +167,22 @@ class InMemoryLedger:
         ]
         return sorted(expired, key=lambda n: (n.expires_at or at, n.id))[:limit]
 
+    def delete_expired_receipts(self, at: datetime, *, saved_before: datetime, limit: int) -> int:
+        with self._lock:
+            expired = [
+                key
+                for key, record in self.journal.items()
+                if record.operation == RECEIPT_OPERATION
+                and (
+                    record.expires_at <= at
+                    if record.expires_at is not None
+                    else record.created_at <= saved_before
+                )
+            ][: max(0, limit)]
+            for key in expired:
+                del self.journal[key]
+        return len(expired)
+
     def archive_node(self, node: MemoryNode, journal: JournalRecord, work: WorkItem) -> None:
         with self._lock:
             key = (node.tenant_id, node.owner_id, node.id)
@@ -246,7 +263,13 @@ class InMemoryLedger:
                 raise ConflictError("journal record already exists")
             self.journal[key] = record
 
-    def get_journal(self, owner: OwnerKey, record_id: str) -> JournalRecord | None:
+    def get_journal(
+        self,
+        owner: OwnerKey,
+        record_id: str,
+        *,
+        receipt: bool = False,  # noqa: ARG002 (one dictionary holds every record)
+    ) -> JournalRecord | None:
         return self.journal.get((owner.tenant_id, owner.owner_id, record_id))
 
     def list_journal(
