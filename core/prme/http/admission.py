@@ -129,3 +129,10 @@ def _not_written(stored: StoredAmount, result: Any) -> StoredAmount:
     if getattr(result, "dropped_for_erasure", False):
         return stored
     return StoredAmount()
+
+
+def admit_request(engine: MemoryEngine, tenant_id: str) -> None:
+    """Count one call of a route that the engine does not serve (key management, the embedded
+    upload route) against its tenant's request rate, as every served operation is counted."""
+    if engine.deps.limits is not None:
+        engine.deps.limits.admit(tenant_id, Limited.REQUEST)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from prme.backends.embedded.upload_store import LocalUploadStore
 from prme.engine.identity import resolve_owner
 from prme.errors import NotFoundError, PayloadTooLargeError
+from prme.http.admission import admit_request
 from prme.http.dependencies import ApiRuntime, Caller, UserIdQuery
 from prme.model.uploads import EMBEDDED_UPLOAD_PATH
 from prme.operations import ID_DESCRIPTIONS
@@ -43,6 +44,7 @@ def register(app: FastAPI, runtime: ApiRuntime) -> None:
         import_id: ImportIdPath, request: Request, caller: Caller, user_id: UserIdQuery = None
     ) -> UploadReceipt:
         owner = resolve_owner(caller, user_id)
+        admit_request(runtime.engine, owner.tenant_id)
         if not isinstance(store, LocalUploadStore):
             raise NotFoundError("This server takes no uploads; use the URL the import gave")
         with store.open_upload(owner, str(import_id)) as writer:
