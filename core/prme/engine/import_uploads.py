@@ -22,7 +22,7 @@ from prme.engine.import_split import (
     chunk_items,
     split_upload,
 )
-from prme.engine.imports import get_import, import_id_for_key
+from prme.engine.imports import get_import, save_new_job
 from prme.errors import BadRequestError, ConflictError, OperationNotServedError
 from prme.model.imports import (
     FINISHED,
@@ -61,32 +61,23 @@ def open_upload_import(
     same size gives the same job and a fresh target while the file has not been started."""
     store, _, uploads = _ports(deps)
     digest = request_digest(OPEN_OPERATION, request)
-    now = deps.clock.now()
-    job = ImportJob(
-        import_id=import_id_for_key(owner, idempotency_key) if idempotency_key else deps.ids(),
-        tenant_id=owner.tenant_id,
-        owner_id=owner.owner_id,
+    job = save_new_job(
+        deps,
+        store,
+        owner,
+        digest,
+        idempotency_key,
         mode=ImportMode.UPLOAD,
         status=ImportStatus.AWAITING_UPLOAD,
-        created_at=now,
-        updated_at=now,
-        request_sha256=digest,
-        idempotency_key=idempotency_key,
         upload_bytes=request.size_bytes,
     )
-    try:
-        store.create_import(job)
-    except ConflictError:
-        existing = store.get_import(owner, job.import_id)
-        if existing is None:
-            raise
-        if existing.request_sha256 != digest:
-            raise ConflictError("the Idempotency-Key was used for another import") from None
-        if existing.status is not ImportStatus.AWAITING_UPLOAD:
-            raise ConflictError("the import has started; its upload is closed") from None
-        job = existing
+    if job.status is not ImportStatus.AWAITING_UPLOAD:  # a key's earlier job, since started
+        raise ConflictError("the import has started; its upload is closed")
     target = uploads.create_upload(
-        owner, job.import_id, size_bytes=request.size_bytes, expires_at=now + UPLOAD_LIFETIME
+        owner,
+        job.import_id,
+        size_bytes=request.size_bytes,
+        expires_at=deps.clock.now() + UPLOAD_LIFETIME,
     )
     return job, target
 

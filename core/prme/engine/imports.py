@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.erase import erasure_began_after
@@ -104,19 +105,41 @@ def submit_import(
     store, _ = _ports(deps)
     digest = request_digest(SUBMIT_OPERATION, request)
     chunks = split_into_chunks(request.items)
+    job = save_new_job(
+        deps,
+        store,
+        owner,
+        digest,
+        idempotency_key,
+        mode=ImportMode.INLINE,
+        status=ImportStatus.QUEUED,
+        item_count=len(request.items),
+        chunks=plan_chunks(chunks),
+    )
+    return send_chunks(deps, job, chunks)
+
+
+def save_new_job(
+    deps: EngineDeps,
+    store: ImportJobStore,
+    owner: OwnerKey,
+    digest: str,
+    idempotency_key: str | None,
+    **fields: Any,
+) -> ImportJob:
+    """Save a new job of `owner` (`fields` say its mode, status and contents), or answer the
+    job its Idempotency-Key saved before for the same request (`digest`); ConflictError when
+    the key saved another request's job."""
     now = deps.clock.now()
     job = ImportJob(
         import_id=import_id_for_key(owner, idempotency_key) if idempotency_key else deps.ids(),
         tenant_id=owner.tenant_id,
         owner_id=owner.owner_id,
-        mode=ImportMode.INLINE,
-        status=ImportStatus.QUEUED,
         created_at=now,
         updated_at=now,
         request_sha256=digest,
         idempotency_key=idempotency_key,
-        item_count=len(request.items),
-        chunks=plan_chunks(chunks),
+        **fields,
     )
     try:
         store.create_import(job)
@@ -126,8 +149,8 @@ def submit_import(
             raise
         if existing.request_sha256 != digest:
             raise ConflictError("the Idempotency-Key was used for another import") from None
-        job = existing
-    return send_chunks(deps, job, chunks)
+        return existing
+    return job
 
 
 def attach_chunks(
