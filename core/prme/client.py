@@ -38,7 +38,7 @@ from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
-from prme.http import judgment_schemas, schemas
+from prme.http import conflict_schemas, judgment_schemas, schemas
 from prme.model import (
     erasure,
     feedback,
@@ -50,6 +50,7 @@ from prme.model import (
     usage,
 )
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
+from prme.model.conditions import ConditionInput
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
 from prme.model.quantities import QuantityAggregationQuery
@@ -446,6 +447,77 @@ class _Calls:
                 at.owner,
                 old_node_id=str(body.old_node_id),
                 new_node_id=str(body.new_node_id),
+                evidence_id=str(body.evidence_id) if body.evidence_id else None,
+            ),
+        )
+
+    def evaluate_condition(
+        self,
+        node_id: str,
+        state: str,
+        *,
+        evidence_id: str | None = None,
+        evaluation_method: str = UNSET,
+        reason: str | None = None,
+        evaluated_at: datetime | None = None,
+        user_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Call[schemas.NodeResponse]:
+        body = _from_arguments(conflict_schemas.ConditionRequest, locals())
+        return Call(
+            "evaluate_condition",
+            user_id,
+            {"node_id": node_id},
+            body=body,
+            idempotency_key=idempotency_key,
+            local=lambda at: at.engine.evaluate_condition(
+                at.owner,
+                node_id,
+                _engine_input(ConditionInput, body),
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    def mark_contradiction(
+        self,
+        node_a_id: str,
+        node_b_id: str,
+        *,
+        evidence_id: str | None = None,
+        user_id: str | None = None,
+    ) -> Call[list[schemas.NodeResponse]]:
+        """The result is node a, then node b, both contested."""
+        body = _from_arguments(conflict_schemas.ContradictionRequest, locals())
+        return Call(
+            "mark_contradiction",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.mark_contradiction(
+                at.owner,
+                node_a_id=str(body.node_a_id),
+                node_b_id=str(body.node_b_id),
+                evidence_id=str(body.evidence_id) if body.evidence_id else None,
+            ),
+        )
+
+    def resolve_contradiction(
+        self,
+        winner_id: str,
+        loser_id: str,
+        *,
+        evidence_id: str | None = None,
+        user_id: str | None = None,
+    ) -> Call[list[schemas.NodeResponse]]:
+        """The result is the winner (now stable), then the loser (now deprecated)."""
+        body = _from_arguments(conflict_schemas.ResolutionRequest, locals())
+        return Call(
+            "resolve_contradiction",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.resolve_contradiction(
+                at.owner,
+                winner_id=str(body.winner_id),
+                loser_id=str(body.loser_id),
                 evidence_id=str(body.evidence_id) if body.evidence_id else None,
             ),
         )
@@ -862,6 +934,9 @@ class MemoryClient:
     archive = _blocking(_Calls.archive)
     reinforce = _blocking(_Calls.reinforce)
     supersede = _blocking(_Calls.supersede)
+    evaluate_condition = _blocking(_Calls.evaluate_condition)
+    mark_contradiction = _blocking(_Calls.mark_contradiction)
+    resolve_contradiction = _blocking(_Calls.resolve_contradiction)
     record_relevance = _blocking(_Calls.record_relevance)
     get_relevance = _blocking(_Calls.get_relevance)
     list_relevance = _blocking(_Calls.list_relevance)
@@ -1007,6 +1082,9 @@ class AsyncMemoryClient:
     archive = _awaitable(_Calls.archive)
     reinforce = _awaitable(_Calls.reinforce)
     supersede = _awaitable(_Calls.supersede)
+    evaluate_condition = _awaitable(_Calls.evaluate_condition)
+    mark_contradiction = _awaitable(_Calls.mark_contradiction)
+    resolve_contradiction = _awaitable(_Calls.resolve_contradiction)
     record_relevance = _awaitable(_Calls.record_relevance)
     get_relevance = _awaitable(_Calls.get_relevance)
     list_relevance = _awaitable(_Calls.list_relevance)

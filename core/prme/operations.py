@@ -22,7 +22,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from prme.http import judgment_schemas, schemas
+from prme.http import conflict_schemas, judgment_schemas, schemas
 from prme.model import (
     bindings,
     erasure,
@@ -58,7 +58,8 @@ class Capability(StrEnum):
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.MEMORIES: "Store sources and memories, retrieve a context, read what is stored.",
     Capability.PROCESSING: "Indexing and extraction state of each source, and processing passes.",
-    Capability.LIFECYCLE: "Forward-only lifecycle moves and supersedence of memory nodes.",
+    Capability.LIFECYCLE: "Forward-only lifecycle moves and supersedence of memory nodes, "
+    "condition evaluations and contradictions.",
     Capability.RECEIPTS: "Saved retrieval receipts: explain, replay, resolve tool arguments.",
     Capability.FEEDBACK: "Relevance judgments and answer citations against saved retrievals.",
     Capability.ALIASES: "Alias proposals between entity memories, their review and the links.",
@@ -957,6 +958,65 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/usage"),
         request=None,
         response=usage.UsageReport,
+    ),
+    # -- conditional memories and contradictions (issue 20) --
+    Operation(
+        "evaluate_condition",
+        Capability.LIFECYCLE,
+        "Evaluate a conditional memory's condition",
+        "Record whether a conditional memory's condition holds (unknown, true, false or "
+        "expired), with who decided it, why and the evidence. A conditional memory is part of "
+        "default retrieval only while its condition is true; explicit mode returns it always.",
+        http=HttpRoute(
+            "PUT",
+            "/v1/nodes/{node_id}/condition",
+            Errors.READ,
+            {
+                409: "The memory is superseded, deprecated or archived, or the "
+                "Idempotency-Key was used for another request"
+            },
+            idempotency_key=True,
+        ),
+        mcp=McpTool("memory_evaluate_condition", read_only=False),
+        request=conflict_schemas.ConditionRequest,
+        response=schemas.NodeResponse,
+    ),
+    Operation(
+        "mark_contradiction",
+        Capability.LIFECYCLE,
+        "Mark two memories as contradicting each other",
+        "Mark two active memories of one scope as contradicting each other: both become "
+        "contested and are linked by a contradicts edge. Retrieval flags contested results "
+        "(conflict_flag, contradicts_id) and tags them in the context. Returns both nodes. "
+        "The same request again is answered without a second link; the same pair with other "
+        "evidence is refused (422).",
+        http=HttpRoute(
+            "POST",
+            "/v1/contradictions",
+            Errors.READ,
+            {409: "One of the memories is superseded, deprecated or archived"},
+        ),
+        mcp=McpTool(
+            "memory_mark_contradiction",
+            read_only=False,
+            note="Call it when two remembered statements cannot both be true and the user has "
+            "not said which holds; once they do, call memory_resolve_contradiction.",
+        ),
+        request=conflict_schemas.ContradictionRequest,
+        response=list[schemas.NodeResponse],
+    ),
+    Operation(
+        "resolve_contradiction",
+        Capability.LIFECYCLE,
+        "Settle a contradiction between two memories",
+        "Settle a contradiction: the winner becomes stable, the loser deprecated (it leaves "
+        "default retrieval). Both must be contested and linked by a contradicts edge (422 "
+        "otherwise). Returns the winner, then the loser; the same request again is answered "
+        "as it was.",
+        http=HttpRoute("POST", "/v1/contradictions/resolve", Errors.READ),
+        mcp=McpTool("memory_resolve_contradiction", read_only=False),
+        request=conflict_schemas.ResolutionRequest,
+        response=list[schemas.NodeResponse],
     ),
 )
 

@@ -76,6 +76,7 @@ def _document_fields(
         "event_time": node.event_time,
         "created_at": node.created_at,
         "expires_at": node.expires_at,
+        "condition_state": node.condition_state,
     }
 
 

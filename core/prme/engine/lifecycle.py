@@ -79,6 +79,11 @@ def _commit(
         deps.queue.enqueue(list(work))
 
 
+# The same two steps for the other graph changes (conditions, contradictions).
+existing_node = _node
+commit_change = _commit
+
+
 def _move(
     deps: EngineDeps,
     owner: OwnerKey,

@@ -9,6 +9,7 @@ from typing import Any
 from prme.engine.deps import EngineDeps
 from prme.engine.inference import default_confidence, infer_epistemic_type, infer_source_type
 from prme.model.canonical import sha256_text
+from prme.model.conditions import CONDITION_METADATA_KEY, ConditionEvaluation, ConditionState
 from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
 from prme.model.inputs import SourceInput
 from prme.model.records import SPEAKER_METADATA_KEY, Event, MemoryNode, OwnerKey
@@ -76,6 +77,13 @@ def node_from_event(
     if confidence is None:
         confidence = default_confidence(epistemic_type)
     text = choices.indexed_text if choices.indexed_text is not None else event.content
+    kept = dict(event.metadata) if metadata is None else metadata
+    if epistemic_type is EpistemicType.CONDITIONAL and CONDITION_METADATA_KEY not in kept:
+        # Not evaluated yet: out of default retrieval until its condition is known to hold.
+        kept = {
+            **kept,
+            CONDITION_METADATA_KEY: ConditionEvaluation(state=ConditionState.UNKNOWN).as_metadata(),
+        }
     return MemoryNode(
         id=node_id,
         tenant_id=event.tenant_id,
@@ -97,5 +105,5 @@ def node_from_event(
         # TTL runs from node creation, not from the (possibly historical) event time.
         expires_at=now + timedelta(days=ttl_days) if ttl_days is not None else None,
         evidence_refs=(event.id,),
-        metadata=dict(event.metadata) if metadata is None else metadata,
+        metadata=kept,
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from prme.engine.contradiction_links import contradicted_by
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
 from prme.engine.session_context import SessionContext, expand_session_context
@@ -16,6 +17,7 @@ from prme.model.canonical import sha256_text
 from prme.model.enums import (
     DEFAULT_EXCLUDED_EPISTEMIC_TYPES,
     INACTIVE_LIFECYCLE_STATES,
+    LifecycleState,
     RetrievalMode,
 )
 from prme.model.inputs import RetrieveInput
@@ -79,6 +81,7 @@ def build_index_filter(request: RetrieveInput, now: datetime) -> IndexFilter:
         time_from=f.time_from if f else None,
         time_to=f.time_to if f else None,
         not_expired_at=now,
+        conditions_must_hold=default_mode,
     )
 
 
@@ -281,7 +284,13 @@ def retrieve_memories(
     scores_of_context = context_scores(
         context.anchor_of, context.fetched, fused, candidates.semantic, decay
     )
-    results = _results(selection, fused, candidates, scores_of_context)
+    results = _results(
+        selection,
+        fused,
+        candidates,
+        scores_of_context,
+        contradicted_by(deps, owner, selection.selected),
+    )
 
     selected = {node.id: node.content for node in selection.selected}
     receipt = RetrievalReceipt(
@@ -452,7 +461,15 @@ def _bundle(
 _FIELDS_FROM_NODE = tuple(
     name
     for name in RetrievalResult.model_fields
-    if name not in {"node_id", "score", "semantic_relevance", "evidence_refs"}
+    if name
+    not in {
+        "node_id",
+        "score",
+        "semantic_relevance",
+        "evidence_refs",
+        "conflict_flag",
+        "contradicts_id",
+    }
 )
 
 
@@ -461,6 +478,7 @@ def _results(
     fused: list[FusedCandidate],
     candidates: Candidates,
     scores_of_context: dict[str, tuple[float, float | None]],
+    contradicts: dict[str, str],
 ) -> list[RetrievalResult]:
     score_by_id = {c.node_id: c.score for c in fused}
     semantic = dict(candidates.semantic)
@@ -475,6 +493,8 @@ def _results(
             score=score_by_id[node.id],
             semantic_relevance=semantic.get(node.id),
             evidence_refs=list(node.evidence_refs),
+            conflict_flag=node.lifecycle_state is LifecycleState.CONTESTED,
+            contradicts_id=contradicts.get(node.id),
             **{name: getattr(node, name) for name in _FIELDS_FROM_NODE},
         )
         for node in selection.selected

@@ -8,6 +8,8 @@ from typing import Any
 
 from prme.engine import (
     aliases,
+    conditions,
+    contradictions,
     erase,
     expiry,
     feedback,
@@ -37,6 +39,7 @@ from prme.engine.work_refs import WorkRef
 from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
 from prme.model.bindings import ToolArgumentResolution
+from prme.model.conditions import ConditionInput
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
 from prme.model.erasure import OwnerErasure
 from prme.model.feedback import (
@@ -376,4 +379,32 @@ class MemoryEngine:
     ) -> UsageReport:
         return metering.usage_report(
             self.deps, tenant_id, user_id=user_id, start=start, end=end, period=period
+        )
+
+    # -- conditional memories and contradictions (engine/conditions.py, contradictions.py) --
+
+    def evaluate_condition(
+        self,
+        owner: OwnerKey,
+        node_id: str,
+        request: ConditionInput,
+        *,
+        idempotency_key: str | None = None,
+    ) -> MemoryNode:
+        return conditions.evaluate_condition(
+            self.deps, owner, node_id, request, idempotency_key=idempotency_key
+        )
+
+    def mark_contradiction(
+        self, owner: OwnerKey, *, node_a_id: str, node_b_id: str, evidence_id: str | None = None
+    ) -> tuple[MemoryNode, MemoryNode]:
+        return contradictions.mark_contradiction(
+            self.deps, owner, node_a_id=node_a_id, node_b_id=node_b_id, evidence_id=evidence_id
+        )
+
+    def resolve_contradiction(
+        self, owner: OwnerKey, *, winner_id: str, loser_id: str, evidence_id: str | None = None
+    ) -> tuple[MemoryNode, MemoryNode]:
+        return contradictions.resolve_contradiction(
+            self.deps, owner, winner_id=winner_id, loser_id=loser_id, evidence_id=evidence_id
         )

@@ -46,6 +46,7 @@ from prme.errors import (
     status_for,
     validation_details,
 )
+from prme.http.conflict_schemas import ContradictionRequest, ResolutionRequest
 from prme.http.judgment_schemas import (
     AliasProposalQuery,
     AliasReviewRequest,
@@ -71,6 +72,7 @@ from prme.http.schemas import (
     SupersedenceRequest,
 )
 from prme.model.aliases import AliasDecision, AliasStatus
+from prme.model.conditions import ConditionInput, ConditionState, EvaluationMethod
 from prme.model.enums import LifecycleState, NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import (
@@ -447,6 +449,7 @@ def build_mcp_server(
     _judgment_tools(server, engine, run)
     _table_tools(server, engine, run)
     _manage_tools(server, engine, run)
+    _conflict_tools(server, engine, run)
     return server
 
 
@@ -899,3 +902,72 @@ def _manage_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
                 engine.list_nodes(owner, node_filter, limit=limit, after_id=_text(after_id))
             ),
         )
+
+
+def _conflict_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Condition evaluations of conditional memories, and contradictions."""
+
+    @_tool(server, "memory_evaluate_condition")
+    def memory_evaluate_condition(
+        *,
+        node_id: NodeId,
+        state: Annotated[ConditionState, described(ConditionInput, "state")],
+        evidence_id: Annotated[UUID | None, described(ConditionInput, "evidence_id")] = None,
+        evaluation_method: Annotated[
+            EvaluationMethod | None, described(ConditionInput, "evaluation_method")
+        ] = None,
+        reason: Annotated[str | None, described(ConditionInput, "reason")] = None,
+        evaluated_at: Annotated[str | None, described(ConditionInput, "evaluated_at")] = None,
+        user_id: UserId = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> CallToolResult:
+        fields = _input_fields(ConditionInput, locals())
+
+        def action(owner: OwnerKey) -> NodeResponse:
+            node = engine.evaluate_condition(
+                owner,
+                str(node_id),
+                validated(ConditionInput, fields),
+                idempotency_key=_text(idempotency_key),
+            )
+            return NodeResponse.of(node)
+
+        return run(user_id, action)
+
+    @_tool(server, "memory_mark_contradiction")
+    def memory_mark_contradiction(
+        node_a_id: Annotated[UUID, described(ContradictionRequest, "node_a_id")],
+        node_b_id: Annotated[UUID, described(ContradictionRequest, "node_b_id")],
+        evidence_id: Annotated[UUID | None, described(ContradictionRequest, "evidence_id")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+
+        def action(owner: OwnerKey) -> list[dict[str, Any]]:
+            nodes = engine.mark_contradiction(
+                owner,
+                node_a_id=str(node_a_id),
+                node_b_id=str(node_b_id),
+                evidence_id=_text(evidence_id),
+            )
+            return [NodeResponse.of(n).model_dump(mode="json") for n in nodes]
+
+        return run(user_id, action)
+
+    @_tool(server, "memory_resolve_contradiction")
+    def memory_resolve_contradiction(
+        winner_id: Annotated[UUID, described(ResolutionRequest, "winner_id")],
+        loser_id: Annotated[UUID, described(ResolutionRequest, "loser_id")],
+        evidence_id: Annotated[UUID | None, described(ResolutionRequest, "evidence_id")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+
+        def action(owner: OwnerKey) -> list[dict[str, Any]]:
+            nodes = engine.resolve_contradiction(
+                owner,
+                winner_id=str(winner_id),
+                loser_id=str(loser_id),
+                evidence_id=_text(evidence_id),
+            )
+            return [NodeResponse.of(n).model_dump(mode="json") for n in nodes]
+
+        return run(user_id, action)

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from prme.model.bindings import MemoryValueBinding
+from prme.model.conditions import check_condition_text
 from prme.model.enums import (
     EpistemicType,
     NodeType,
@@ -168,7 +169,10 @@ class StoreInput(SourceInput):
         "configured with another default_node_type)",
     )
     epistemic_type: EpistemicType | None = Field(
-        default=None, description="How certain it is: observed, asserted, inferred, ..."
+        default=None,
+        description="How certain it is: observed, asserted, inferred, ...; conditional needs "
+        "metadata.condition (what it depends on) and is retrieved by default only once that "
+        "condition is evaluated true",
     )
     source_type: SourceType | None = Field(default=None, description="Provenance class")
     confidence: float | None = Field(
@@ -182,6 +186,14 @@ class StoreInput(SourceInput):
         description="Days until the memory expires from creation; null never expires; "
         "omitted uses the configured default for its node type",
     )
+
+    @model_validator(mode="after")
+    def _conditional_names_its_condition(self) -> StoreInput:
+        # A conditional memory is only retrieved once its condition is known to hold, so
+        # the condition must be stated where a reviewer (or an evaluator) can read it.
+        if self.epistemic_type is EpistemicType.CONDITIONAL:
+            check_condition_text(self.metadata)
+        return self
 
     @field_validator("retrieval_content")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from prme.model.canonical import checksum
+from prme.model.conditions import CONDITION_METADATA_KEY, ConditionState, stored_condition
 from prme.model.enums import (
     CredentialRole,
     EpistemicType,
@@ -26,7 +27,12 @@ VALUE_BINDINGS_METADATA_KEY = "prme_value_bindings_v1"
 # What an extractor derived a node from; only extraction writes it, so callers may not.
 EXTRACTION_METADATA_KEY = "prme_extraction_v1"
 RESERVED_METADATA_KEYS = frozenset(
-    {SPEAKER_METADATA_KEY, VALUE_BINDINGS_METADATA_KEY, EXTRACTION_METADATA_KEY}
+    {
+        SPEAKER_METADATA_KEY,
+        VALUE_BINDINGS_METADATA_KEY,
+        EXTRACTION_METADATA_KEY,
+        CONDITION_METADATA_KEY,
+    }
 )
 
 
@@ -107,6 +113,15 @@ class MemoryNode(BaseModel):
 
     def is_expired(self, at: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= at
+
+    @property
+    def condition_state(self) -> ConditionState | None:
+        """A conditional memory's latest condition state (unknown until evaluated); None for
+        any other memory."""
+        if self.epistemic_type is not EpistemicType.CONDITIONAL:
+            return None
+        evaluation = stored_condition(self.metadata)
+        return ConditionState.UNKNOWN if evaluation is None else evaluation.state
 
 
 # What a journal checksum covers. 1: operation, subject and payload (records written before

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prme.model.conditions import ConditionState
 from prme.model.enums import EpistemicType, LifecycleState, NodeType, Scope, SourceType
 
 
@@ -48,6 +49,9 @@ class IndexDocument(BaseModel):
     event_time: datetime | None = None
     created_at: datetime
     expires_at: datetime | None = None
+    # A conditional memory's condition state (None for other memories): default retrieval
+    # keeps a conditional memory only while its condition is true.
+    condition_state: ConditionState | None = None
 
     @property
     def effective_time(self) -> datetime:
@@ -76,6 +80,8 @@ class Filterable(Protocol):
     def effective_time(self) -> datetime: ...
     @property
     def expires_at(self) -> datetime | None: ...
+    @property
+    def condition_state(self) -> ConditionState | None: ...
 
 
 class IndexFilter(BaseModel):
@@ -98,6 +104,8 @@ class IndexFilter(BaseModel):
     time_from: datetime | None = None
     time_to: datetime | None = None
     not_expired_at: datetime | None = None
+    # Leave out conditional memories whose condition is not evaluated true.
+    conditions_must_hold: bool = False
 
     def matches(self, item: Filterable) -> bool:
         """The reference reading of this filter, for adapters that filter in Python."""
@@ -110,6 +118,7 @@ class IndexFilter(BaseModel):
             and item.lifecycle_state not in self.exclude_lifecycle_states
             and item.epistemic_type not in self.exclude_epistemic_types
             and (self.scopes is None or item.scope in self.scopes)
+            and not (self.conditions_must_hold and condition_unmet(item))
         )
 
     def _matches_times(self, item: Filterable) -> bool:
@@ -127,6 +136,13 @@ class IndexFilter(BaseModel):
         if self.time_from is not None and effective < self.time_from:
             return False
         return not (self.time_to is not None and effective > self.time_to)
+
+
+def condition_unmet(item: Filterable) -> bool:
+    """A conditional memory whose condition is not (yet) known to hold."""
+    return item.epistemic_type is EpistemicType.CONDITIONAL and (
+        item.condition_state is not ConditionState.TRUE
+    )
 
 
 class IndexQuery(BaseModel):

@@ -13,11 +13,14 @@ from datetime import date
 from typing import Literal
 
 from prme.model.canonical import sha256_text
+from prme.model.enums import LifecycleState
 from prme.model.records import MemoryNode
 from prme.retrieval.results import ContextEntry, ExcludedCandidate
 from prme.retrieval.tokens import TokenCounter
 
 ContextFormat = Literal["reader", "auditable"]
+# The state tag of a contested record in the context.
+CONTESTED_TAG = "contested"
 
 
 @dataclass(frozen=True)
@@ -59,15 +62,19 @@ def _record_parts(
             "session_id": node.session_id,
             "text": node.content,
         }
+        if node.lifecycle_state is LifecycleState.CONTESTED:
+            record["state"] = CONTESTED_TAG
         return json.dumps(record, ensure_ascii=False, separators=(",", ":")), ""
     text = node.content
     speaker = node.speaker
     if speaker and not text.startswith(speaker):
         text = f"{speaker}: {text}"
+    # A contested claim says so where the model reads it: another memory contradicts it.
+    tag = f" [{CONTESTED_TAG}]" if node.lifecycle_state is LifecycleState.CONTESTED else ""
     if not with_time:
-        return f"[{ref}]", f" {text}"
+        return f"[{ref}]{tag}", f" {text}"
     when = node.effective_time
-    return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')}", f" {text}"
+    return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')}{tag}", f" {text}"
 
 
 def _group_of(node: MemoryNode) -> tuple[date, str]:

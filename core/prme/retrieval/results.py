@@ -43,6 +43,15 @@ class RetrievalResult(BaseModel):
         default_factory=list, description="Ids of the source events behind it"
     )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form JSON")
+    conflict_flag: bool = Field(
+        default=False,
+        description="True when the memory is contested: another memory contradicts it",
+    )
+    contradicts_id: str | None = Field(
+        default=None,
+        description="For a contested memory, the id of the memory it contradicts (the most "
+        "recently linked one when there are several)",
+    )
 
 
 class ContextEntry(BaseModel):

@@ -29,6 +29,8 @@ from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.engine.deadlines import remaining_seconds
 from prme.errors import IndexUnavailableError, SearchIndexMismatchError
+from prme.model.conditions import ConditionState
+from prme.model.enums import EpistemicType
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
 
@@ -111,6 +113,8 @@ def to_source(doc: IndexDocument) -> dict[str, Any]:
         source["event_time"] = _millis(doc.event_time)
     if doc.expires_at is not None:
         source["expires_at"] = _millis(doc.expires_at)
+    if doc.condition_state is not None:
+        source["condition_state"] = doc.condition_state.value
     return source
 
 
@@ -139,6 +143,17 @@ def filter_query(owner: OwnerKey, flt: IndexFilter, *extra: Query) -> Query:
     exclude("lifecycle_state", {s.value for s in flt.exclude_lifecycle_states})
     exclude("epistemic_type", {t.value for t in flt.exclude_epistemic_types})
     allow("scope", None if flt.scopes is None else {s.value for s in flt.scopes})
+    if flt.conditions_must_hold:
+        # A conditional memory whose condition is anything but true (or was never indexed
+        # with one) stays out.
+        must_not.append(
+            {
+                "bool": {
+                    "filter": [{"term": {"epistemic_type": EpistemicType.CONDITIONAL.value}}],
+                    "must_not": [{"term": {"condition_state": ConditionState.TRUE.value}}],
+                }
+            }
+        )
     if flt.not_expired_at is not None:
         must.append(
             {

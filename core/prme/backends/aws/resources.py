@@ -159,6 +159,8 @@ def added_properties() -> dict[str, Any]:
     return {
         CONTENT_VECTOR_FIELD: {"type": "float", "index": False, "doc_values": False},
         CONTENT_VECTOR_BYTES_FIELD: {"type": "binary"},
+        # A conditional memory's condition state (issue 20): default retrieval filters on it.
+        "condition_state": {"type": "keyword"},
     }
 
 

@@ -26,6 +26,8 @@ from prme.backends.embedded.sqlite import Synchronous, connect
 from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
+from prme.model.conditions import ConditionState
+from prme.model.enums import EpistemicType
 from prme.model.records import OwnerKey
 from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
 
@@ -37,7 +39,7 @@ CREATE TABLE IF NOT EXISTS docs (
     node_type TEXT NOT NULL, source_type TEXT NOT NULL, epistemic_type TEXT NOT NULL,
     lifecycle_state TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
     event_time REAL, created_at REAL NOT NULL, expires_at REAL,
-    model TEXT, vector BLOB, text TEXT NOT NULL, content_vector BLOB,
+    model TEXT, vector BLOB, text TEXT NOT NULL, content_vector BLOB, condition_state TEXT,
     UNIQUE (tenant, owner, node_id));
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     text, tokenize='porter unicode61 remove_diacritics 2');
@@ -55,7 +57,8 @@ CREATE INDEX IF NOT EXISTS docs_session_time ON docs (
 _INSERT_DOC = (
     "INSERT INTO docs (tenant, owner, node_id, node_type, source_type, epistemic_type, "
     "lifecycle_state, scope, session_id, event_time, created_at, expires_at, model, "
-    "vector, text, content_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "vector, text, content_vector, condition_state) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_NEW_DOC = _INSERT_DOC + " ON CONFLICT (tenant, owner, node_id) DO NOTHING"
 # A first generation starts at the clock, not at 1: an owner's row is deleted by an erasure,
@@ -64,6 +67,7 @@ _NEXT_GENERATION = (
     "INSERT INTO generations VALUES (?, ?, ?) ON CONFLICT(tenant, owner) "
     "DO UPDATE SET generation = generation + 1"
 )
+_CONDITIONAL = EpistemicType.CONDITIONAL.value
 _FILTER_COLUMNS = ("node_type", "source_type", "epistemic_type", "lifecycle_state", "scope")
 
 
@@ -100,6 +104,7 @@ class _OwnerVectors:
     event_time: NDArray[np.float64]
     effective_time: NDArray[np.float64]
     expires_at: NDArray[np.float64]
+    condition_true: NDArray[np.bool_]
 
 
 class SqliteVectorIndex:
@@ -111,16 +116,19 @@ class SqliteVectorIndex:
         self._vectors: dict[tuple[str, str], _OwnerVectors] = {}
         with self._lock:
             self._conn.executescript(_SCHEMA)
-            self._add_content_vector_column()
+            self._add_later_columns()
             self._conn.executescript(_SESSION_INDEX)
 
-    def _add_content_vector_column(self) -> None:
-        """Files written before content vectors existed gain the column (NULL: use `vector`)."""
+    def _add_later_columns(self) -> None:
+        """Files written before a column existed gain it: content vectors (NULL: use
+        `vector`) and condition states (NULL: not evaluated, until the node is indexed again)."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(docs)")}
-            if "content_vector" not in columns:
-                self._conn.execute("ALTER TABLE docs ADD COLUMN content_vector BLOB")
+            for name, kind in (("content_vector", "BLOB"), ("condition_state", "TEXT")):
+                if name not in columns:
+                    # Names and types are the constants above, never input.
+                    self._conn.execute(f"ALTER TABLE docs ADD COLUMN {name} {kind}")
             self._conn.execute("COMMIT")
         except BaseException:
             if self._conn.in_transaction:
@@ -219,6 +227,7 @@ class SqliteVectorIndex:
             vector,
             doc.text,
             content_vector,
+            doc.condition_state.value if doc.condition_state is not None else None,
         )
         # A new node (the usual case) costs one statement. A node already indexed is replaced
         # as before: its row and text are deleted and the new row takes the next rowid.
@@ -370,7 +379,8 @@ class SqliteVectorIndex:
             return cached
         rows = self._conn.execute(
             "SELECT node_id, model, vector, node_type, source_type, epistemic_type, "
-            "lifecycle_state, scope, event_time, expires_at, created_at FROM docs WHERE tenant=? AND owner=? "
+            "lifecycle_state, scope, event_time, expires_at, created_at, condition_state "
+            "FROM docs WHERE tenant=? AND owner=? "
             "AND vector IS NOT NULL ORDER BY rowid",
             key,
         ).fetchall()
@@ -399,6 +409,7 @@ class SqliteVectorIndex:
                 [r[10] if r[8] is None else r[8] for r in rows], dtype=np.float64
             ),
             expires_at=np.array([np.inf if r[9] is None else r[9] for r in rows], dtype=np.float64),
+            condition_true=np.array([r[11] == "true" for r in rows], dtype=bool),
         )
         self._vectors[key] = loaded
         return loaded
@@ -421,6 +432,8 @@ class SqliteVectorIndex:
             mask &= ~np.isin(cols["epistemic_type"], [t.value for t in flt.exclude_epistemic_types])
         if flt.scopes is not None:
             mask &= np.isin(cols["scope"], [s.value for s in flt.scopes])
+        if flt.conditions_must_hold:
+            mask &= ~((cols["epistemic_type"] == _CONDITIONAL) & ~vectors.condition_true)
         if flt.not_expired_at is not None:
             mask &= vectors.expires_at > flt.not_expired_at.timestamp()
         if flt.event_time_from is not None:
@@ -453,6 +466,9 @@ def _filter_sql(flt: IndexFilter) -> tuple[str, list[object]]:
         values_in("epistemic_type", sorted(t.value for t in flt.exclude_epistemic_types), True)
     if flt.scopes is not None:
         values_in("scope", sorted(s.value for s in flt.scopes), False)
+    if flt.conditions_must_hold:
+        clauses.append("NOT (d.epistemic_type = ? AND COALESCE(d.condition_state, '') != ?)")
+        params.extend([_CONDITIONAL, ConditionState.TRUE.value])
     for clause, bound in (
         ("(d.expires_at IS NULL OR d.expires_at > ?)", flt.not_expired_at),
         ("d.event_time >= ?", flt.event_time_from),
