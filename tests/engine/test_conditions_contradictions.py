@@ -3,7 +3,7 @@ the journal record committed with each change, replays, and refusals that change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -191,7 +191,7 @@ def test_evaluations_are_refused_for_foreign_evidence_other_memories_and_inactiv
 
 
 @pytest.fixture
-def racing_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Harness, str], None]]:
+def racing_read(monkeypatch: pytest.MonkeyPatch) -> Callable[[Harness, str], None]:
     """Arrange for `node_id` to be promoted by someone else right after the engine reads it,
     so the engine's commit meets a node that changed since its read."""
 
@@ -209,7 +209,7 @@ def racing_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Harness, 
 
         monkeypatch.setattr(h.ledger, "get_node", get_node)
 
-    yield arrange
+    return arrange
 
 
 def test_an_evaluation_that_meets_a_concurrent_change_writes_nothing(
@@ -284,7 +284,8 @@ def test_a_contradiction_contests_both_flags_results_and_replays_without_a_secon
     assert flagged[porto] == (True, braga)
     calm = store(h, "Ana likes green tea")
     tea = h.engine.retrieve(ALICE, RetrieveInput(query="green tea")).results
-    assert [(r.node_id, r.conflict_flag, r.contradicts_id) for r in tea][0] == (calm, False, None)
+    first = tea[0]
+    assert (first.node_id, first.conflict_flag, first.contradicts_id) == (calm, False, None)
 
 
 def test_contradictions_are_refused_across_owners_scopes_and_inactive_memories(
