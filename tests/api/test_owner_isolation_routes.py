@@ -101,6 +101,14 @@ def _supersedence(bob: BobsRecords) -> dict[str, Any]:
     return {"old_node_id": bob.node_id, "new_node_id": bob.other_node_id}
 
 
+def _contradiction(bob: BobsRecords) -> dict[str, Any]:
+    return {"node_a_id": bob.node_id, "node_b_id": bob.other_node_id}
+
+
+def _resolution(bob: BobsRecords) -> dict[str, Any]:
+    return {"winner_id": bob.node_id, "loser_id": bob.other_node_id}
+
+
 def _rejection(_: BobsRecords) -> dict[str, Any]:
     return {"decision": "rejected", "reviewer_id": "human:alice", "reason": "not the same"}
 
@@ -157,6 +165,11 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/quantities/aggregate-text"): Case(
         "body", lambda _: {"question": "How much did I raise?"}
     ),
+    ("PUT", "/v1/nodes/{node_id}/condition"): Case(
+        "query", lambda _: {"state": "true"}, foreign=True
+    ),
+    ("POST", "/v1/contradictions"): Case("body", _contradiction, foreign=True),
+    ("POST", "/v1/contradictions/resolve"): Case("body", _resolution, foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -205,6 +218,11 @@ TOOLS: dict[str, Case] = {
         foreign=True,
     ),
     "memory_aggregate_quantities": Case("body", lambda _: {"question": "How much did I raise?"}),
+    "memory_evaluate_condition": Case(
+        "body", lambda b: {"node_id": b.node_id, "state": "true"}, foreign=True
+    ),
+    "memory_mark_contradiction": Case("body", _contradiction, foreign=True),
+    "memory_resolve_contradiction": Case("body", _resolution, foreign=True),
 }
 
 
