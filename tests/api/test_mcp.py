@@ -51,6 +51,9 @@ FULL_TOOLS = {
     "memory_review_alias_proposal",
     "memory_aggregate_quantities",
     "memory_resolve_tool_arguments",
+    "memory_evaluate_condition",
+    "memory_mark_contradiction",
+    "memory_resolve_contradiction",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {
@@ -208,6 +211,66 @@ async def store_retrieve_resolve(client: Client) -> None:
 
 
 # -- streamable HTTP -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("live_mcp", ["embedded"], indirect=True)
+def test_http_conditions_and_contradictions_through_the_tools(live_mcp: LiveMcp) -> None:
+    async def session(client: Client) -> None:
+        pickup = ok(
+            await client.call_tool(
+                "memory_store",
+                {
+                    "content": "Pick Ana up at the airport at six",
+                    "epistemic_type": "conditional",
+                    "metadata": {"condition": "Ana booked the Friday flight"},
+                },
+            )
+        )["node_id"]
+        query = {"query": "When do I pick Ana up at the airport?"}
+        found = retrieved(await client.call_tool("memory_retrieve", query))
+        assert pickup not in [r["node_id"] for r in found["results"]]
+        refused = error(
+            await client.call_tool("memory_evaluate_condition", {"node_id": pickup, "state": "?"})
+        )
+        assert refused["status"] == 422
+        arguments = {
+            "node_id": pickup,
+            "state": "true",
+            "evaluation_method": "tool",
+            "reason": "Booking confirmation",
+            "idempotency_key": "c0ffee00-0000-4000-8000-0000000000aa",
+        }
+        node = ok(await client.call_tool("memory_evaluate_condition", arguments))
+        assert node["metadata"]["prme_condition_v1"]["state"] == "true"
+        assert ok(await client.call_tool("memory_evaluate_condition", arguments)) == node
+        reused = error(
+            await client.call_tool("memory_evaluate_condition", {**arguments, "state": "false"})
+        )
+        assert reused["status"] == 409
+        ok(await client.call_tool("memory_process_materializations", {}))
+        found = retrieved(await client.call_tool("memory_retrieve", query))
+        assert pickup in [r["node_id"] for r in found["results"]]
+
+        porto = ok(await client.call_tool("memory_store", {"content": "Ana lives in Porto"}))
+        lisbon = ok(await client.call_tool("memory_store", {"content": "Ana lives in Lisbon"}))
+        pair = {"node_a_id": porto["node_id"], "node_b_id": lisbon["node_id"]}
+        marked = ok(await client.call_tool("memory_mark_contradiction", pair))["items"]
+        assert [n["lifecycle_state"] for n in marked] == ["contested", "contested"]
+        found = retrieved(
+            await client.call_tool("memory_retrieve", {"query": "Where does Ana live?"})
+        )
+        flags = {r["node_id"]: r["contradicts_id"] for r in found["results"] if r["conflict_flag"]}
+        assert flags == {porto["node_id"]: lisbon["node_id"], lisbon["node_id"]: porto["node_id"]}
+        assert "[contested]" in found["context"]
+        settled = ok(
+            await client.call_tool(
+                "memory_resolve_contradiction",
+                {"winner_id": lisbon["node_id"], "loser_id": porto["node_id"]},
+            )
+        )["items"]
+        assert [n["lifecycle_state"] for n in settled] == ["stable", "deprecated"]
+
+    live_mcp.run(live_mcp.keys["alice"], session)
 
 
 def test_http_lists_every_tool_with_a_description(live_mcp: LiveMcp) -> None:
