@@ -46,6 +46,14 @@ from prme.errors import (
     status_for,
     validation_details,
 )
+from prme.http.graph_schemas import (
+    ChainQuery,
+    NeighborhoodQuery,
+    NodeChainResponse,
+    NodeNeighborhoodResponse,
+    NodeProvenanceResponse,
+    ProvenanceQuery,
+)
 from prme.http.judgment_schemas import (
     AliasProposalQuery,
     AliasReviewRequest,
@@ -73,6 +81,13 @@ from prme.http.schemas import (
 from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.enums import LifecycleState, NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
+from prme.model.graph import (
+    DEFAULT_MAX_HOPS,
+    DEFAULT_OPERATION_LIMIT,
+    MAX_HOPS,
+    MAX_OPERATION_LIMIT,
+    ChainDirection,
+)
 from prme.model.inputs import (
     FastIngestInput,
     IngestInput,
@@ -447,6 +462,7 @@ def build_mcp_server(
     _judgment_tools(server, engine, run)
     _table_tools(server, engine, run)
     _manage_tools(server, engine, run)
+    _graph_tools(server, engine, run)
     return server
 
 
@@ -897,5 +913,61 @@ def _manage_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
             user_id,
             lambda owner: NodePageResponse.of(
                 engine.list_nodes(owner, node_filter, limit=limit, after_id=_text(after_id))
+            ),
+        )
+
+
+def _graph_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """A node's provenance, neighborhood and supersedence chain (the graph reads)."""
+
+    @_tool(server, "memory_get_provenance")
+    def memory_get_provenance(
+        node_id: NodeId,
+        operation_cursor: Annotated[
+            str | None, described(ProvenanceQuery, "operation_cursor", min_length=1, max_length=300)
+        ] = None,
+        operation_limit: Annotated[
+            int,
+            described(ProvenanceQuery, "operation_limit", ge=1, le=MAX_OPERATION_LIMIT),
+        ] = DEFAULT_OPERATION_LIMIT,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: NodeProvenanceResponse.of(
+                engine.get_node_provenance(
+                    owner,
+                    str(node_id),
+                    operation_cursor=operation_cursor,
+                    operation_limit=operation_limit,
+                )
+            ),
+        )
+
+    @_tool(server, "memory_get_neighborhood")
+    def memory_get_neighborhood(
+        node_id: NodeId,
+        max_hops: Annotated[
+            int, described(NeighborhoodQuery, "max_hops", ge=1, le=MAX_HOPS)
+        ] = DEFAULT_MAX_HOPS,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: NodeNeighborhoodResponse.of(
+                engine.get_node_neighborhood(owner, str(node_id), max_hops=max_hops)
+            ),
+        )
+
+    @_tool(server, "memory_get_chain")
+    def memory_get_chain(
+        node_id: NodeId,
+        direction: Annotated[ChainDirection, described(ChainQuery, "direction")] = "forward",
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: NodeChainResponse.of(
+                engine.get_node_chain(owner, str(node_id), direction=direction)
             ),
         )
