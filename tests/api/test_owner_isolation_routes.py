@@ -157,6 +157,9 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/quantities/aggregate-text"): Case(
         "body", lambda _: {"question": "How much did I raise?"}
     ),
+    ("GET", "/v1/nodes/{node_id}/provenance"): Case("query", foreign=True),
+    ("GET", "/v1/nodes/{node_id}/neighborhood"): Case("query", foreign=True),
+    ("GET", "/v1/nodes/{node_id}/chain"): Case("query", foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -205,6 +208,9 @@ TOOLS: dict[str, Case] = {
         foreign=True,
     ),
     "memory_aggregate_quantities": Case("body", lambda _: {"question": "How much did I raise?"}),
+    "memory_get_provenance": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
+    "memory_get_neighborhood": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
+    "memory_get_chain": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
 }
 
 

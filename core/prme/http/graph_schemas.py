@@ -11,6 +11,7 @@ from prme.http.schemas import USER_ID, NodeResponse
 from prme.model.graph import (
     DEFAULT_MAX_HOPS,
     DEFAULT_OPERATION_LIMIT,
+    HISTORY_POSITION_PATTERN,
     MAX_CHAIN_NODES,
     MAX_HOPS,
     MAX_NEIGHBORHOOD_NODES,
@@ -34,7 +35,10 @@ class ProvenanceQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     operation_cursor: str | None = Field(
-        default=None, min_length=1, max_length=300, description=_CURSOR_DESCRIPTION
+        default=None,
+        max_length=300,
+        pattern=HISTORY_POSITION_PATTERN,
+        description=_CURSOR_DESCRIPTION,
     )
     operation_limit: int = Field(
         default=DEFAULT_OPERATION_LIMIT,

@@ -84,6 +84,7 @@ from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.graph import (
     DEFAULT_MAX_HOPS,
     DEFAULT_OPERATION_LIMIT,
+    HISTORY_POSITION_PATTERN,
     MAX_HOPS,
     MAX_OPERATION_LIMIT,
     ChainDirection,
@@ -924,7 +925,13 @@ def _graph_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> N
     def memory_get_provenance(
         node_id: NodeId,
         operation_cursor: Annotated[
-            str | None, described(ProvenanceQuery, "operation_cursor", min_length=1, max_length=300)
+            str | None,
+            described(
+                ProvenanceQuery,
+                "operation_cursor",
+                max_length=300,
+                pattern=HISTORY_POSITION_PATTERN,
+            ),
         ] = None,
         operation_limit: Annotated[
             int,

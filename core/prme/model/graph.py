@@ -43,7 +43,8 @@ ChainDirection = Literal["forward", "backward", "both"]
 
 # A history position: the record's UTC time, fixed width so text order is time order, then
 # its id (two records of one instant keep one order).
-_POSITION = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\|[^|]{1,256}")
+HISTORY_POSITION_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\|[^|]{1,256}$"
+_POSITION = re.compile(HISTORY_POSITION_PATTERN)
 
 
 def history_position(created_at: datetime, record_id: str) -> str:
