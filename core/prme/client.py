@@ -38,7 +38,7 @@ from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
-from prme.http import conflict_schemas, judgment_schemas, schemas
+from prme.http import conflict_schemas, graph_schemas, judgment_schemas, schemas
 from prme.model import (
     erasure,
     feedback,
@@ -51,6 +51,7 @@ from prme.model import (
 )
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.conditions import ConditionInput
+from prme.model.graph import DEFAULT_MAX_HOPS, DEFAULT_OPERATION_LIMIT
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
 from prme.model.quantities import QuantityAggregationQuery
@@ -721,6 +722,64 @@ class _Calls:
             idempotency_key=idempotency_key,
         )
 
+    # -- graph and provenance reads of one node --
+
+    def get_node_provenance(
+        self,
+        node_id: str,
+        *,
+        operation_cursor: str | None = None,
+        operation_limit: int = DEFAULT_OPERATION_LIMIT,
+        user_id: str | None = None,
+    ) -> Call[graph_schemas.NodeProvenanceResponse]:
+        query = _from_arguments(graph_schemas.ProvenanceQuery, locals())
+        return Call(
+            "get_node_provenance",
+            user_id,
+            {"node_id": node_id},
+            query=query,
+            local=lambda at: graph_schemas.NodeProvenanceResponse.of(
+                at.engine.get_node_provenance(
+                    at.owner,
+                    node_id,
+                    operation_cursor=query.operation_cursor,
+                    operation_limit=query.operation_limit,
+                )
+            ),
+        )
+
+    def get_node_neighborhood(
+        self, node_id: str, *, max_hops: int = DEFAULT_MAX_HOPS, user_id: str | None = None
+    ) -> Call[graph_schemas.NodeNeighborhoodResponse]:
+        query = _from_arguments(graph_schemas.NeighborhoodQuery, locals())
+        return Call(
+            "get_node_neighborhood",
+            user_id,
+            {"node_id": node_id},
+            query=query,
+            local=lambda at: graph_schemas.NodeNeighborhoodResponse.of(
+                at.engine.get_node_neighborhood(at.owner, node_id, max_hops=query.max_hops)
+            ),
+        )
+
+    def get_node_chain(
+        self,
+        node_id: str,
+        *,
+        direction: Literal["forward", "backward", "both"] = "forward",
+        user_id: str | None = None,
+    ) -> Call[graph_schemas.NodeChainResponse]:
+        query = _from_arguments(graph_schemas.ChainQuery, locals())
+        return Call(
+            "get_node_chain",
+            user_id,
+            {"node_id": node_id},
+            query=query,
+            local=lambda at: graph_schemas.NodeChainResponse.of(
+                at.engine.get_node_chain(at.owner, node_id, direction=query.direction)
+            ),
+        )
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -955,6 +1014,9 @@ class MemoryClient:
     get_import = _blocking(_Calls.get_import)
     open_import_upload = _blocking(_Calls.open_import_upload)
     start_import_upload = _blocking(_Calls.start_import_upload)
+    get_node_provenance = _blocking(_Calls.get_node_provenance)
+    get_node_neighborhood = _blocking(_Calls.get_node_neighborhood)
+    get_node_chain = _blocking(_Calls.get_node_chain)
 
 
 class AsyncMemoryClient:
@@ -1103,3 +1165,6 @@ class AsyncMemoryClient:
     get_import = _awaitable(_Calls.get_import)
     open_import_upload = _awaitable(_Calls.open_import_upload)
     start_import_upload = _awaitable(_Calls.start_import_upload)
+    get_node_provenance = _awaitable(_Calls.get_node_provenance)
+    get_node_neighborhood = _awaitable(_Calls.get_node_neighborhood)
+    get_node_chain = _awaitable(_Calls.get_node_chain)

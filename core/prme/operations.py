@@ -22,7 +22,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from prme.http import conflict_schemas, judgment_schemas, schemas
+from prme.http import conflict_schemas, graph_schemas, judgment_schemas, schemas
 from prme.model import (
     bindings,
     erasure,
@@ -53,6 +53,7 @@ class Capability(StrEnum):
     OPERATOR = "operator"
     LIMITS = "limits"
     USAGE = "usage"
+    GRAPH = "graph"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -68,6 +69,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
     Capability.LIMITS: "The tenant's limits (rate, storage, retrievals a day) and its use of them.",
     Capability.USAGE: "Metered usage of the operator's tenant, summed per period and kind.",
+    Capability.GRAPH: "A node's evidence and operation history, neighborhood and supersedence.",
 }
 
 
@@ -1017,6 +1019,43 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp=McpTool("memory_resolve_contradiction", read_only=False),
         request=conflict_schemas.ResolutionRequest,
         response=list[schemas.NodeResponse],
+    ),
+    # -- graph and provenance reads of one node (issue 20) --
+    Operation(
+        "get_node_provenance",
+        Capability.GRAPH,
+        "Read a node's evidence and operation history",
+        "Where a memory node came from and what was done to it: its source events (ids, "
+        "roles, sessions, times and content digests) and a page of the journal records that "
+        "operated on it, oldest first, each checked against its checksum. Page with "
+        "operation_cursor.",
+        http=HttpRoute("GET", "/v1/nodes/{node_id}/provenance", Errors.READ),
+        mcp=McpTool("memory_get_provenance", read_only=True),
+        request=None,
+        response=graph_schemas.NodeProvenanceResponse,
+    ),
+    Operation(
+        "get_node_neighborhood",
+        Capability.GRAPH,
+        "Read the nodes near a node",
+        "The memory nodes reachable from one node over the owner's edges (either direction) "
+        "within max_hops, nearest first, each with its distance and the edge types that "
+        "reached it; the start node is not listed.",
+        http=HttpRoute("GET", "/v1/nodes/{node_id}/neighborhood", Errors.READ),
+        mcp=McpTool("memory_get_neighborhood", read_only=True),
+        request=None,
+        response=graph_schemas.NodeNeighborhoodResponse,
+    ),
+    Operation(
+        "get_node_chain",
+        Capability.GRAPH,
+        "Read a node's supersedence chain",
+        "The chain of memories that replaced one another through a node: forward to what "
+        "replaced it and on to the current one, backward to what it replaced, or both.",
+        http=HttpRoute("GET", "/v1/nodes/{node_id}/chain", Errors.READ),
+        mcp=McpTool("memory_get_chain", read_only=True),
+        request=None,
+        response=graph_schemas.NodeChainResponse,
     ),
 )
 

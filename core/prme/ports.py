@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from prme.model.enums import LifecycleState, NodeType, WorkFamily
 from prme.model.erasure import OwnerErasure
 from prme.model.extraction import Extraction
+from prme.model.graph import NodeHistoryPage
 from prme.model.imports import ImportChunkMessage, ImportJob
 from prme.model.limits import CounterKey, TenantLimits
 from prme.model.listings import EventDeletion
@@ -246,6 +247,15 @@ class Ledger(Protocol):
     ) -> None:
         """Store the tenant's erasure record of `erasure.erasure_id` in place of `replacing`
         (None: there is none yet). ConflictError when the stored record is not `replacing`."""
+        ...
+
+    def list_node_history(
+        self, owner: OwnerKey, node_id: str, *, after: str | None, limit: int
+    ) -> NodeHistoryPage:
+        """The owner's journal records that name `node_id` (`prme.model.graph.
+        referenced_node_ids`), oldest first, after the history position `after`: read through
+        the per-node references each journal write saves with its record, never by reading
+        the owner's whole journal. A reference whose record is gone is skipped."""
         ...
 
 

@@ -54,6 +54,9 @@ FULL_TOOLS = {
     "memory_evaluate_condition",
     "memory_mark_contradiction",
     "memory_resolve_contradiction",
+    "memory_get_provenance",
+    "memory_get_neighborhood",
+    "memory_get_chain",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {
@@ -589,3 +592,40 @@ def test_stdio_serves_the_tools_for_the_configured_owner(tmp_path: Path) -> None
         assert found["results"] == []
 
     run_stdio(stdio_params(tmp_path / "memory", "--user-id", "bob"), as_bob)
+
+
+def test_graph_reads_through_mcp_match_their_routes(live_mcp: LiveMcp) -> None:
+    made: dict[str, str] = {}
+
+    async def as_alice(client: Client) -> None:
+        old = ok(await client.call_tool("memory_store", {"content": "I work at Initech"}))
+        new = ok(await client.call_tool("memory_store", {"content": "I work at Globex now"}))
+        made.update(old=old["node_id"], new=new["node_id"])
+        pair = {"old_node_id": old["node_id"], "new_node_id": new["node_id"]}
+        ok(await client.call_tool("memory_supersede", pair))
+
+        found = ok(await client.call_tool("memory_get_provenance", {"node_id": old["node_id"]}))
+        assert [e["event_id"] for e in found["evidence"]] == [old["event_id"]]
+        assert {o["operation"] for o in found["operations"]} == {"direct_store", "supersede"}
+        assert all(o["verified"] for o in found["operations"])
+        page = {"node_id": old["node_id"], "operation_limit": 1}
+        first = ok(await client.call_tool("memory_get_provenance", page))
+        assert len(first["operations"]) == 1 and first["next_operation_cursor"]
+        near = ok(await client.call_tool("memory_get_neighborhood", {"node_id": old["node_id"]}))
+        assert [n["node"]["id"] for n in near["neighbors"]] == [new["node_id"]]
+        chain = ok(await client.call_tool("memory_get_chain", {"node_id": old["node_id"]}))
+        assert [n["id"] for n in chain["nodes"]] == [old["node_id"], new["node_id"]]
+        refused = error(
+            await client.call_tool("memory_get_provenance", {**page, "operation_limit": 0})
+        )
+        assert refused["category"] == "invalid_request"
+        malformed = error(await client.call_tool("memory_get_chain", {"node_id": "not-a-node"}))
+        assert malformed["category"] == "invalid_request"
+
+    async def as_stranger(client: Client) -> None:
+        for tool in ("memory_get_provenance", "memory_get_neighborhood", "memory_get_chain"):
+            missing = error(await client.call_tool(tool, {"node_id": made["old"]}))
+            assert (missing["category"], missing["status"]) == ("not_found", 404)
+
+    live_mcp.run(live_mcp.keys["alice"], as_alice)
+    live_mcp.run(live_mcp.keys["bob"], as_stranger)

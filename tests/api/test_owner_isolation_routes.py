@@ -170,6 +170,9 @@ ROUTES: dict[tuple[str, str], Case] = {
     ),
     ("POST", "/v1/contradictions"): Case("body", _contradiction, foreign=True),
     ("POST", "/v1/contradictions/resolve"): Case("body", _resolution, foreign=True),
+    ("GET", "/v1/nodes/{node_id}/provenance"): Case("query", foreign=True),
+    ("GET", "/v1/nodes/{node_id}/neighborhood"): Case("query", foreign=True),
+    ("GET", "/v1/nodes/{node_id}/chain"): Case("query", foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -223,6 +226,9 @@ TOOLS: dict[str, Case] = {
     ),
     "memory_mark_contradiction": Case("body", _contradiction, foreign=True),
     "memory_resolve_contradiction": Case("body", _resolution, foreign=True),
+    "memory_get_provenance": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
+    "memory_get_neighborhood": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
+    "memory_get_chain": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
 }
 
 

@@ -34,6 +34,7 @@ def scan_memory(ledger: InMemoryLedger, index: InMemoryIndex) -> list[str]:
         ledger.edges,
         ledger.erasures,
         index.documents,
+        ledger.node_history,
     ]
     if ledger.credentials is not None:
         tables.append({c.key_id: c for c in ledger.credentials.list_credentials(None)})

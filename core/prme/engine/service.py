@@ -13,6 +13,7 @@ from prme.engine import (
     erase,
     expiry,
     feedback,
+    graph,
     import_uploads,
     imports,
     ingest,
@@ -50,6 +51,14 @@ from prme.model.feedback import (
     RelevancePage,
     RelevanceRecord,
     ReplayReport,
+)
+from prme.model.graph import (
+    DEFAULT_MAX_HOPS,
+    DEFAULT_OPERATION_LIMIT,
+    ChainDirection,
+    NodeChain,
+    NodeNeighborhood,
+    NodeProvenance,
 )
 from prme.model.imports import BulkImportInput, BulkImportStatus, ImportChunkMessage, ImportJob
 from prme.model.inputs import (
@@ -408,3 +417,30 @@ class MemoryEngine:
         return contradictions.resolve_contradiction(
             self.deps, owner, winner_id=winner_id, loser_id=loser_id, evidence_id=evidence_id
         )
+
+    # -- graph and provenance reads (engine/graph.py) --
+    def get_node_provenance(
+        self,
+        owner: OwnerKey,
+        node_id: str,
+        *,
+        operation_cursor: str | None = None,
+        operation_limit: int = DEFAULT_OPERATION_LIMIT,
+    ) -> NodeProvenance:
+        return graph.get_node_provenance(
+            self.deps,
+            owner,
+            node_id,
+            operation_cursor=operation_cursor,
+            operation_limit=operation_limit,
+        )
+
+    def get_node_neighborhood(
+        self, owner: OwnerKey, node_id: str, *, max_hops: int = DEFAULT_MAX_HOPS
+    ) -> NodeNeighborhood:
+        return graph.get_node_neighborhood(self.deps, owner, node_id, max_hops=max_hops)
+
+    def get_node_chain(
+        self, owner: OwnerKey, node_id: str, *, direction: ChainDirection = "forward"
+    ) -> NodeChain:
+        return graph.get_node_chain(self.deps, owner, node_id, direction=direction)

@@ -15,6 +15,7 @@ from prme.engine.work_dispatch import ProcessingReport
 from prme.http import (
     routes_aliases,
     routes_conflicts,
+    routes_graph,
     routes_keys,
     routes_limits,
     routes_manage,
@@ -113,6 +114,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_uploads.register(app, runtime)
     routes_usage.register(app, engine)
     routes_conflicts.register(app, engine)
+    routes_graph.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

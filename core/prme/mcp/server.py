@@ -47,6 +47,14 @@ from prme.errors import (
     validation_details,
 )
 from prme.http.conflict_schemas import ContradictionRequest, ResolutionRequest
+from prme.http.graph_schemas import (
+    ChainQuery,
+    NeighborhoodQuery,
+    NodeChainResponse,
+    NodeNeighborhoodResponse,
+    NodeProvenanceResponse,
+    ProvenanceQuery,
+)
 from prme.http.judgment_schemas import (
     AliasProposalQuery,
     AliasReviewRequest,
@@ -75,6 +83,14 @@ from prme.model.aliases import AliasDecision, AliasStatus
 from prme.model.conditions import ConditionInput, ConditionState, EvaluationMethod
 from prme.model.enums import LifecycleState, NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
+from prme.model.graph import (
+    DEFAULT_MAX_HOPS,
+    DEFAULT_OPERATION_LIMIT,
+    HISTORY_POSITION_PATTERN,
+    MAX_HOPS,
+    MAX_OPERATION_LIMIT,
+    ChainDirection,
+)
 from prme.model.inputs import (
     FastIngestInput,
     IngestInput,
@@ -450,6 +466,7 @@ def build_mcp_server(
     _table_tools(server, engine, run)
     _manage_tools(server, engine, run)
     _conflict_tools(server, engine, run)
+    _graph_tools(server, engine, run)
     return server
 
 
@@ -971,3 +988,65 @@ def _conflict_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             return [NodeResponse.of(n).model_dump(mode="json") for n in nodes]
 
         return run(user_id, action)
+
+
+def _graph_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """A node's provenance, neighborhood and supersedence chain (the graph reads)."""
+
+    @_tool(server, "memory_get_provenance")
+    def memory_get_provenance(
+        node_id: NodeId,
+        operation_cursor: Annotated[
+            str | None,
+            described(
+                ProvenanceQuery,
+                "operation_cursor",
+                max_length=300,
+                pattern=HISTORY_POSITION_PATTERN,
+            ),
+        ] = None,
+        operation_limit: Annotated[
+            int,
+            described(ProvenanceQuery, "operation_limit", ge=1, le=MAX_OPERATION_LIMIT),
+        ] = DEFAULT_OPERATION_LIMIT,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: NodeProvenanceResponse.of(
+                engine.get_node_provenance(
+                    owner,
+                    str(node_id),
+                    operation_cursor=operation_cursor,
+                    operation_limit=operation_limit,
+                )
+            ),
+        )
+
+    @_tool(server, "memory_get_neighborhood")
+    def memory_get_neighborhood(
+        node_id: NodeId,
+        max_hops: Annotated[
+            int, described(NeighborhoodQuery, "max_hops", ge=1, le=MAX_HOPS)
+        ] = DEFAULT_MAX_HOPS,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: NodeNeighborhoodResponse.of(
+                engine.get_node_neighborhood(owner, str(node_id), max_hops=max_hops)
+            ),
+        )
+
+    @_tool(server, "memory_get_chain")
+    def memory_get_chain(
+        node_id: NodeId,
+        direction: Annotated[ChainDirection, described(ChainQuery, "direction")] = "forward",
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: NodeChainResponse.of(
+                engine.get_node_chain(owner, str(node_id), direction=direction)
+            ),
+        )

@@ -39,7 +39,9 @@ class ErasureCounts(BaseModel):
     events: int = Field(default=0, description="Source events")
     nodes: int = Field(default=0, description="Memory nodes, in every lifecycle state")
     node_links: int = Field(
-        default=0, description="Links from events to the nodes derived from them, and expiries"
+        default=0,
+        description="Links from events to the nodes derived from them, expiries, and the "
+        "references from nodes to the journal records of their operation history",
     )
     edges: int = Field(default=0, description="Edges between nodes (alias links and others)")
     journal_records: int = Field(

@@ -34,6 +34,7 @@ from prme.backends.stored_records import (
 from prme.engine.deadlines import remaining_seconds
 from prme.errors import (
     ConflictError,
+    CorruptRecordError,
     NotFoundError,
     PayloadTooLargeError,
     RetryableStorageError,
@@ -41,6 +42,7 @@ from prme.errors import (
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
+from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -92,6 +94,7 @@ _ERASED_PREFIXES = (
     ("EDGE#", "edges"),
     ("WORK#", "work_items"),
     ("IDEMP#", "idempotency_records"),
+    ("NODEOP#", "node_links"),
 )
 
 
@@ -253,6 +256,10 @@ def _stored(item: dict[str, Any]) -> tuple[str, str]:
     body reads as an empty one, which fails to load like any other broken body."""
     record_id = str(item[SK]["S"]).rsplit("#", 1)[-1].replace("%23", "#").replace("%25", "%")
     return record_id, _unpacked(item.get("body", {"S": ""}))
+
+
+def _history_sk(node_id: str, position: str) -> str:
+    return f"NODEOP#{_part(node_id)}#{_part(position)}"
 
 
 def _delete(key: Item) -> tuple[str, Item, dict[str, Any]]:
@@ -486,6 +493,33 @@ class DynamoDbLedger:
             item[resources.TTL_ATTRIBUTE] = {"N": str(int(j.expires_at.timestamp()))}
         return item
 
+    @staticmethod
+    def _history_items(j: JournalRecord) -> list[Item]:
+        """One reference per node the record names: `NODEOP#<node>#<position>`, so a node's
+        operation history is one Query of its references in time order."""
+        pk, position = _owner_pk(j.tenant_id, j.owner_id), history_position(j.created_at, j.id)
+        return [
+            {
+                **_key(pk, _history_sk(node_id, position)),
+                "kind": {"S": "node_history"},
+                "position": {"S": position},
+                "journal_id": {"S": j.id},
+            }
+            for node_id in referenced_node_ids(j)
+        ]
+
+    def _transact_with_history(
+        self, actions: list[tuple[str, Item, dict[str, Any]]], journal: JournalRecord
+    ) -> None:
+        """Commit `actions` with the journal record's node references. References beyond the
+        100 actions of one transaction (an extraction of many nodes) are put right after it:
+        a crash in between loses a history entry, never a record or a change."""
+        history = self._history_items(journal)
+        room = max(resources.MAX_TRANSACTION_ITEMS - len(actions), 0)
+        self._transact([*actions, *(("Put", item, {}) for item in history[:room])])
+        for item in history[room:]:
+            self._call("put_item", TableName=self._table, Item=item)
+
     def _idempotency_item(self, i: IdempotencyRecord) -> Item:
         return {
             **_key(_owner_pk(i.tenant_id, i.owner_id), _idempotency_sk(i.key)),
@@ -526,7 +560,7 @@ class DynamoDbLedger:
             items.append(self._idempotency_item(commit.idempotency))
         # Every put is conditional: events are immutable and no record is ever replaced.
         with applied_once(self, commit.journal):
-            self._transact([self._put_new(item) for item in items])
+            self._transact_with_history([self._put_new(item) for item in items], commit.journal)
 
     def _get_one(
         self, owner: OwnerKey, model: type[_ById], kind: str, record_id: str
@@ -728,7 +762,7 @@ class DynamoDbLedger:
         if commit.idempotency is not None:
             items.append(self._idempotency_item(commit.idempotency))
         with applied_once(self, commit.journal):
-            self._transact([self._put_new(item) for item in items])
+            self._transact_with_history([self._put_new(item) for item in items], commit.journal)
 
     def commit_node_change(self, change: NodeChange) -> None:
         actions: list[tuple[str, Item, dict[str, Any]]] = []
@@ -764,7 +798,7 @@ class DynamoDbLedger:
         if change.idempotency is not None:
             actions.append(self._put_new(self._idempotency_item(change.idempotency)))
         with applied_once(self, change.journal):
-            self._transact(actions)
+            self._transact_with_history(actions, change.journal)
 
     @staticmethod
     def _unchanged_node(previous: MemoryNode) -> dict[str, Any]:
@@ -839,12 +873,13 @@ class DynamoDbLedger:
                 "ExpressionAttributeNames": {"#ex": resources.EXPIRING_PK},
             },
         )
-        self._transact(
+        self._transact_with_history(
             [
                 replace,
                 self._put_new(self._journal_item(journal)),
                 self._put_new(self._work_item(work)),
-            ]
+            ],
+            journal,
         )
 
     def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
@@ -855,8 +890,40 @@ class DynamoDbLedger:
 
     def append_journal(self, record: JournalRecord) -> None:
         item = self._journal_item(record)
+        if self._history_items(record):
+            self._transact_with_history([self._put_new(item)], record)
+            return
         self._check_size(item)
         self._call("put_item", TableName=self._table, Item=item, ConditionExpression=_NOT_EXISTS)
+
+    def list_node_history(
+        self, owner: OwnerKey, node_id: str, *, after: str | None, limit: int
+    ) -> NodeHistoryPage:
+        prefix = _history_sk(node_id, "")
+        cursor = _history_sk(node_id, after) if after is not None else None
+        # BETWEEN is inclusive: the cursor itself may come back and is dropped; one reference
+        # more than asked says whether more follow.
+        refs = self._query_items(
+            limit=limit + 2,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :low AND :high",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": _pk_of(owner)},
+                ":low": {"S": cursor or prefix},
+                ":high": {"S": prefix + _HIGHEST_CHARACTER},
+            },
+            ConsistentRead=True,
+        )
+        after_cursor = [ref for ref in refs if cursor is None or ref[SK]["S"] > cursor]
+        page = after_cursor[:limit]
+        ids = [str(ref.get("journal_id", {}).get("S", "")) for ref in page]
+        keys = [_key(_pk_of(owner), f"JOURNAL#{_part(i)}") for i in dict.fromkeys(ids) if i]
+        bodies = {_stored(item)[0]: _stored(item)[1] for item in self._batch_get(keys)}
+        # A reference whose record is gone is read past, as the embedded ledger does.
+        records = load_journal_page(owner, [(i, bodies[i]) for i in ids if i in bodies])
+        more = len(after_cursor) > limit
+        last = str(page[-1].get("position", {}).get("S", "")) if more else None
+        return NodeHistoryPage(tuple(records), last)
 
     def get_journal(
         self, owner: OwnerKey, record_id: str, *, receipt: bool = False
@@ -987,6 +1054,9 @@ class DynamoDbLedger:
         units: list[list[Item]] = [
             [_key(pk, f"JOURNAL#{_part(record_id)}")] for record_id in deletion.removed_journal_ids
         ]
+        # The node references go before the records and nodes they lead to (a retry finds
+        # the nodes' through the nodes, the records' through the records).
+        units = [[key] for key in self._history_keys_of(deletion)] + units
         units += [[_key(pk, f"EDGE#{_part(edge.id)}")] for edge in deletion.edges]
         units += [[_key(pk, f"WORK#{_part(w.event_id)}#{_part(w.id)}")] for w in deletion.work]
         units += [
@@ -999,7 +1069,8 @@ class DynamoDbLedger:
             [_key(pk, f"NODE#{_part(node.id)}"), _key(pk, f"{event_link}{_part(node.id)}")]
             for node in deletion.nodes
         ]
-        room = resources.MAX_TRANSACTION_ITEMS - 2  # the event and the journal record
+        # The event, the journal record and its node references.
+        room = resources.MAX_TRANSACTION_ITEMS - 2 - len(self._history_items(deletion.journal))
         chunks: list[list[Item]] = [[]]
         for unit in units:
             if len(chunks[-1]) + len(unit) > room:
@@ -1015,11 +1086,37 @@ class DynamoDbLedger:
             self._put_new(self._journal_item(deletion.journal)),
         ]
         try:
-            self._transact(final)
+            self._transact_with_history(final, deletion.journal)
         except ConflictError:
             if self._get(event_key) is None:
                 raise NotFoundError("Event not found") from None
             raise
+
+    def _history_keys_of(self, deletion: EventDeletion) -> list[Item]:
+        """The node references a deletion removes: every one of its deleted nodes, and those of
+        the journal records it removes (read to learn which nodes they name)."""
+        pk = _pk_of(deletion.owner)
+        keys = [
+            _key(pk, str(item[SK]["S"]))
+            for node in deletion.nodes
+            for item in self._query_prefix(pk, _history_sk(node.id, ""))
+        ]
+        gone = {node.id for node in deletion.nodes}
+        for record_id in deletion.removed_journal_ids:
+            item = self._get(_key(pk, f"JOURNAL#{_part(record_id)}"))
+            if item is None:
+                continue
+            try:
+                record = load_record(JournalRecord, "journal", *_stored(item))
+            except CorruptRecordError:
+                continue  # names no node it can be found under
+            position = history_position(record.created_at, record.id)
+            keys += [
+                _key(pk, _history_sk(node_id, position))
+                for node_id in referenced_node_ids(record)
+                if node_id not in gone
+            ]
+        return keys
 
     def count_events(self, owner: OwnerKey) -> int:
         return sum(

@@ -33,6 +33,7 @@ from prme.errors import (
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
+from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -85,6 +86,11 @@ CREATE INDEX IF NOT EXISTS edges_by_target ON edges (tenant, owner, target);
 CREATE TABLE IF NOT EXISTS credentials (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
     created_at TEXT NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS journal_nodes (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL, position TEXT NOT NULL,
+    journal_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, owner, node_id, position)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS journal_nodes_by_record ON journal_nodes (tenant, owner, journal_id);
 CREATE TABLE IF NOT EXISTS erasures (
     tenant TEXT NOT NULL, erasure_id TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (tenant, erasure_id)) WITHOUT ROWID;
@@ -101,6 +107,7 @@ _ERASED_TABLES = (
     ("edges", "edges"),
     ("work", "work_items"),
     ("idempotency_keys", "idempotency_records"),
+    ("journal_nodes", "node_links"),
 )
 _ERASED_KEY = {
     "events": "id",
@@ -110,6 +117,7 @@ _ERASED_KEY = {
     "edges": "id",
     "work": "id",
     "idempotency_keys": "key",
+    "journal_nodes": "node_id, position",
 }
 
 
@@ -131,8 +139,27 @@ class SqliteLedger:
         # nodes again and again; equal bytes are the same node version, so a hit is exact.
         self._parsed_nodes: dict[str, MemoryNode] = {}
         with self._lock:
+            had_history = self._has_table("journal_nodes")
             self._conn.executescript(_SCHEMA)
             self._migrate_idempotency()
+            if not had_history:
+                self._index_older_journal()
+
+    def _has_table(self, name: str) -> bool:
+        found = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"
+        return bool(self._conn.execute(found, (name,)).fetchall())
+
+    def _index_older_journal(self) -> None:
+        """Save the per-node references of records written before they were kept, once, when
+        a ledger of an older version first opens (an unreadable record names no node)."""
+        with self._transaction() as tx:
+            rows = tx.execute("SELECT body FROM journal WHERE operation != ?", (RECEIPT_OPERATION,))
+            for (body,) in rows.fetchall():
+                try:
+                    record = JournalRecord.model_validate_json(body)
+                except ValueError:
+                    continue
+                self._insert_history(tx, record)
 
     def _migrate_idempotency(self) -> None:
         """Move records of the older layout, where a key was unique per operation only.
@@ -402,8 +429,8 @@ class SqliteLedger:
             (i.tenant_id, i.owner_id, i.key, i.operation, i.model_dump_json()),
         )
 
-    @staticmethod
-    def _insert_journal(tx: sqlite3.Connection, j: JournalRecord) -> None:
+    @classmethod
+    def _insert_journal(cls, tx: sqlite3.Connection, j: JournalRecord) -> None:
         tx.execute(
             "INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
@@ -416,6 +443,37 @@ class SqliteLedger:
                 j.model_dump_json(),
             ),
         )
+        cls._insert_history(tx, j)
+
+    @staticmethod
+    def _insert_history(tx: sqlite3.Connection, j: JournalRecord) -> None:
+        """The record's per-node references, in the transaction that writes the record."""
+        position = history_position(j.created_at, j.id)
+        tx.executemany(
+            "INSERT OR IGNORE INTO journal_nodes VALUES (?, ?, ?, ?, ?)",
+            [
+                (j.tenant_id, j.owner_id, node_id, position, j.id)
+                for node_id in referenced_node_ids(j)
+            ],
+        )
+
+    def list_node_history(
+        self, owner: OwnerKey, node_id: str, *, after: str | None, limit: int
+    ) -> NodeHistoryPage:
+        # One more reference than asked says whether more follow; a reference whose record
+        # is gone (LEFT JOIN finds no body) is read past.
+        rows = self._query(
+            "SELECT r.position, r.journal_id, j.body FROM journal_nodes r LEFT JOIN journal j "
+            "ON j.tenant=r.tenant AND j.owner=r.owner AND j.id=r.journal_id "
+            "WHERE r.tenant=? AND r.owner=? AND r.node_id=? AND r.position > ? "
+            "ORDER BY r.position LIMIT ?",
+            (owner.tenant_id, owner.owner_id, node_id, after or "", limit + 1),
+        )
+        page = rows[:limit]
+        found = [(record_id, body) for _, record_id, body in page if body is not None]
+        records = load_journal_page(owner, found)
+        more = len(rows) > limit
+        return NodeHistoryPage(tuple(records), page[-1][0] if more else None)
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
         rows = self._query(
@@ -660,6 +718,13 @@ class SqliteLedger:
             tx.executemany(
                 "DELETE FROM journal WHERE tenant=? AND owner=? AND id=?",
                 [(*owner, record_id) for record_id in deletion.removed_journal_ids],
+            )
+            tx.executemany(
+                "DELETE FROM journal_nodes WHERE tenant=? AND owner=? AND journal_id=?",
+                [(*owner, record_id) for record_id in deletion.removed_journal_ids],
+            )
+            tx.executemany(
+                "DELETE FROM journal_nodes WHERE tenant=? AND owner=? AND node_id=?", node_ids
             )
             self._insert_journal(tx, deletion.journal)
 

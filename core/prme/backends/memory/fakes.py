@@ -22,6 +22,7 @@ from prme.errors import (
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
+from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -73,6 +74,33 @@ class InMemoryLedger:
         self.fail_journal = False
         # The `consistent` flag of every `get_nodes` call, oldest first: which reads may lag.
         self.node_reads_consistent: list[bool] = []
+        # (tenant, owner, node id) -> {history position: journal record id}: the per-node
+        # references the real ledgers save with each journal record.
+        self.node_history: dict[tuple[str, str, str], dict[str, str]] = {}
+
+    def _put_journal(self, record: JournalRecord) -> None:
+        self.journal[(record.tenant_id, record.owner_id, record.id)] = record
+        position = history_position(record.created_at, record.id)
+        for node_id in referenced_node_ids(record):
+            refs = self.node_history.setdefault((record.tenant_id, record.owner_id, node_id), {})
+            refs[position] = record.id
+
+    def list_node_history(
+        self, owner: OwnerKey, node_id: str, *, after: str | None, limit: int
+    ) -> NodeHistoryPage:
+        with self._lock:
+            refs = self.node_history.get((owner.tenant_id, owner.owner_id, node_id), {})
+            positions = sorted(p for p in refs if after is None or p > after)
+            records: list[JournalRecord] = []
+            last: str | None = None
+            for position in positions:
+                if len(records) == limit:
+                    return NodeHistoryPage(tuple(records), last)
+                record = self.journal.get((owner.tenant_id, owner.owner_id, refs[position]))
+                last = position
+                if record is not None:
+                    records.append(record)
+            return NodeHistoryPage(tuple(records), None)
 
     def commit_store(self, commit: StoreCommit) -> None:
         with applied_once(self, commit.journal):
@@ -88,7 +116,7 @@ class InMemoryLedger:
                 self.events[(e.tenant_id, e.owner_id, e.id)] = e
                 self.nodes[(n.tenant_id, n.owner_id, n.id)] = n
                 j = commit.journal
-                self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+                self._put_journal(j)
                 self.work[commit.work.id] = commit.work
                 self.work.update((w.id, w) for w in commit.extra_work)
 
@@ -106,7 +134,7 @@ class InMemoryLedger:
             self.events.update(zip(keys, commit.events, strict=True))
             self.work.update((w.id, w) for w in commit.work)
             j = commit.journal
-            self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+            self._put_journal(j)
 
     def commit_materialization(self, node: MemoryNode, work: WorkItem) -> None:
         with self._lock:
@@ -156,7 +184,7 @@ class InMemoryLedger:
                 self.work.update((w.id, w) for w in change.work_updates)
                 for edge in change.edges:
                     self.edges[(edge.tenant_id, edge.owner_id, edge.id)] = edge
-                self.journal[(j.tenant_id, j.owner_id, j.id)] = j
+                self._put_journal(j)
                 self.work.update((w.id, w) for w in change.work)
 
     def list_expired_nodes(self, at: datetime, limit: int) -> list[MemoryNode]:
@@ -190,7 +218,7 @@ class InMemoryLedger:
             if current is None or current.lifecycle_state is LifecycleState.ARCHIVED:
                 raise ConflictError("node changed")
             self.nodes[key] = node
-            self.journal[(journal.tenant_id, journal.owner_id, journal.id)] = journal
+            self._put_journal(journal)
             self.work[work.id] = work
 
     def get_event(self, owner: OwnerKey, event_id: str) -> Event | None:
@@ -261,7 +289,7 @@ class InMemoryLedger:
         with self._lock:
             if key in self.journal:
                 raise ConflictError("journal record already exists")
-            self.journal[key] = record
+            self._put_journal(record)
 
     def get_journal(
         self,
@@ -350,8 +378,15 @@ class InMemoryLedger:
                 self.work.pop(item.id, None)
             for record_id in deletion.removed_journal_ids:
                 self.journal.pop((*key[:2], record_id), None)
+            removed_ids = set(deletion.removed_journal_ids)
+            for node in deletion.nodes:
+                self.node_history.pop((node.tenant_id, node.owner_id, node.id), None)
+            for (tenant, owner_id, _), refs in self.node_history.items():
+                if (tenant, owner_id) == key[:2]:
+                    for position in [p for p, r in refs.items() if r in removed_ids]:
+                        del refs[position]
             del self.events[key]
-            self.journal[(journal.tenant_id, journal.owner_id, journal.id)] = journal
+            self._put_journal(journal)
 
     def count_events(self, owner: OwnerKey) -> int:
         with self._lock:
@@ -394,6 +429,15 @@ class InMemoryLedger:
             for work_id in [i for i, w in self.work.items() if w.owner == owner][: max(left, 0)]:
                 del self.work[work_id]
                 removed["work_items"] += 1
+                left -= 1
+            for ref_key in [k for k in self.node_history if k[:2] == mine]:
+                refs = self.node_history[ref_key]
+                for position in list(refs)[: max(left, 0)]:
+                    del refs[position]
+                    removed["node_links"] += 1
+                    left -= 1
+                if not refs:
+                    del self.node_history[ref_key]
             saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
             self.erasures[(owner.tenant_id, saved.erasure_id)] = saved
             return saved
