@@ -22,8 +22,9 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from prme.http import judgment_schemas, schemas
+from prme.http import assertion_schemas, judgment_schemas, schemas
 from prme.model import (
+    assertions,
     bindings,
     erasure,
     feedback,
@@ -53,6 +54,7 @@ class Capability(StrEnum):
     OPERATOR = "operator"
     LIMITS = "limits"
     USAGE = "usage"
+    ASSERTIONS = "assertions"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -67,6 +69,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.OPERATOR: "Tenant-wide maintenance, served to operators and workers only.",
     Capability.LIMITS: "The tenant's limits (rate, storage, retrievals a day) and its use of them.",
     Capability.USAGE: "Metered usage of the operator's tenant, summed per period and kind.",
+    Capability.ASSERTIONS: "Exact counts of extracted assertions, and the state of a fact over time.",
 }
 
 
@@ -957,6 +960,35 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/usage"),
         request=None,
         response=usage.UsageReport,
+    ),
+    # -- assertions: exact counts over extracted claims, and a fact's value over time --
+    Operation(
+        "aggregate_assertions",
+        Capability.ASSERTIONS,
+        "Count matching assertions per group",
+        "Exact counts of the subject/predicate/object assertions extracted from the owner's "
+        "messages, per group, from a scan of every stored node (not a ranked subset), with "
+        "sample node ids and their source events.",
+        http=HttpRoute("POST", "/v1/assertions/aggregate"),
+        mcp=McpTool("memory_aggregate_assertions", read_only=True),
+        request=assertion_schemas.AssertionAggregationRequest,
+        response=assertions.AssertionAggregation,
+    ),
+    Operation(
+        "get_assertion_state",
+        Capability.ASSERTIONS,
+        "Read the value of a fact over time",
+        "The value(s) of one fact (a subject and a predicate) at valid_at as known at "
+        "knowledge_at (both default now), newest first, and every stored assertion of it, "
+        "oldest first. Disagreeing values are all returned as ambiguous, never chosen.",
+        http=HttpRoute("POST", "/v1/assertions/state"),
+        mcp=McpTool(
+            "memory_get_assertion_state",
+            read_only=True,
+            note="Call it for the current value of one fact, e.g. subject I, predicate live.",
+        ),
+        request=assertion_schemas.AssertionStateRequest,
+        response=assertions.AssertionState,
     ),
 )
 

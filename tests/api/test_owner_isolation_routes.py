@@ -157,6 +157,10 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/quantities/aggregate-text"): Case(
         "body", lambda _: {"question": "How much did I raise?"}
     ),
+    ("POST", "/v1/assertions/aggregate"): Case("body", lambda _: {"query": {}}),
+    ("POST", "/v1/assertions/state"): Case(
+        "body", lambda _: {"query": {"subject": "Bob", "predicate": "likes"}}
+    ),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -205,6 +209,8 @@ TOOLS: dict[str, Case] = {
         foreign=True,
     ),
     "memory_aggregate_quantities": Case("body", lambda _: {"question": "How much did I raise?"}),
+    "memory_aggregate_assertions": Case("body", _no_body),
+    "memory_get_assertion_state": Case("body", lambda _: {"subject": "Bob", "predicate": "likes"}),
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from prme.engine import (
     aliases,
+    assertions,
     erase,
     expiry,
     feedback,
@@ -36,6 +37,12 @@ from prme.engine.work_dispatch import ProcessingReport, SweepReport
 from prme.engine.work_refs import WorkRef
 from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
+from prme.model.assertions import (
+    AssertionAggregation,
+    AssertionQuery,
+    AssertionState,
+    AssertionStateQuery,
+)
 from prme.model.bindings import ToolArgumentResolution
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
 from prme.model.erasure import OwnerErasure
@@ -377,3 +384,10 @@ class MemoryEngine:
         return metering.usage_report(
             self.deps, tenant_id, user_id=user_id, start=start, end=end, period=period
         )
+
+    # -- assertions (engine/assertions.py) --
+    def aggregate_assertions(self, owner: OwnerKey, query: AssertionQuery) -> AssertionAggregation:
+        return assertions.aggregate_assertions(self.deps, owner, query)
+
+    def get_assertion_state(self, owner: OwnerKey, query: AssertionStateQuery) -> AssertionState:
+        return assertions.get_assertion_state(self.deps, owner, query)
