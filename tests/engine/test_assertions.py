@@ -154,6 +154,7 @@ def test_the_scan_reads_every_page(any_backend: Harness) -> None:
     cities = ["Lisbon", "Berlin", "Porto", "Oslo", "Rome"]
     for city in cities:
         say(h, f"I live in {city}.")
+        h.clock.advance(minutes=1)
     stored = len(h.ledger.list_nodes(ALICE))
     query = AssertionQuery(group_by=("object",))
     result = assertions.aggregate_assertions(h.engine.deps, ALICE, query, page_size=2)
@@ -164,8 +165,13 @@ def test_the_scan_reads_every_page(any_backend: Harness) -> None:
     fact = AssertionStateQuery(subject="I", predicate="live")
     paged = assertions.get_assertion_state(h.engine.deps, ALICE, fact, page_size=2)
     assert paged.scanned_nodes == stored
-    assert paged.timeline_count == 5
+    assert (paged.timeline_count, paged.candidate_count) == (5, 5)
     assert paged.status == "ambiguous"
+    cut = state(h, limit=2)
+    assert [e.object for e in cut.timeline] == ["in Oslo", "in Rome"]  # the newest, in order
+    assert (cut.timeline_truncated, cut.timeline_count) == (True, 5)
+    assert [c.object for c in cut.candidates] == ["in Rome", "in Oslo"]
+    assert cut.candidate_count == 5
 
 
 def test_a_supersedence_ends_the_old_value_and_is_judged_as_of_knowledge_at(

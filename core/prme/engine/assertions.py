@@ -13,6 +13,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Literal
 
 from prme.engine.deps import EngineDeps
@@ -55,15 +56,15 @@ class _Claim:
     object: str | None
     polarity: Polarity
 
-    @property
+    @cached_property
     def subject_key(self) -> str:
         return normalize_subject(self.subject)
 
-    @property
+    @cached_property
     def predicate_key(self) -> str:
         return normalize_assertion_predicate(self.predicate)
 
-    @property
+    @cached_property
     def object_key(self) -> str | None:
         return normalize_subject(self.object) if self.object is not None else None
 
@@ -448,15 +449,12 @@ def get_assertion_state(
         and _in_window(s.claim, s.judged.valid_to, valid_at)
         and s.claim.node.id not in ended_by
     }
-    entries = [
-        _entry(s, ended_by.get(s.claim.node.id), s.claim.node.id in current_ids) for s in stated
-    ]
-    candidates = tuple(reversed([e for e in entries if e.current]))
-    values = {c.object_key for c in candidates}
+    holding = [s for s in reversed(stated) if s.claim.node.id in current_ids]
+    values = {s.claim.object_key for s in holding}
     status: Literal["unknown", "current", "ambiguous"] = (
         "unknown" if not values else "current" if len(values) == 1 else "ambiguous"
     )
-    kept = entries[-query.limit :]
+    kept = stated[-query.limit :]
     return AssertionState(
         query=query,
         subject_key=subject_key,
@@ -464,36 +462,41 @@ def get_assertion_state(
         valid_at=valid_at,
         knowledge_at=knowledge_at,
         status=status,
-        value=candidates[0].object if status == "current" else None,
-        candidates=candidates,
-        timeline=tuple(kept),
-        timeline_count=len(entries),
-        timeline_truncated=len(entries) > len(kept),
+        value=holding[0].claim.object if status == "current" else None,
+        candidates=tuple(_entry(s, None, current=True) for s in holding[: query.limit]),
+        candidate_count=len(holding),
+        timeline=tuple(
+            _entry(s, ended_by.get(s.claim.node.id), current=s.claim.node.id in current_ids)
+            for s in kept
+        ),
+        timeline_count=len(stated),
+        timeline_truncated=len(stated) > len(kept),
         scanned_nodes=scanned,
         knowledge_at_inexact=sum(not s.judged.exact for s in stated),
     )
 
 
 def _ends(stated: list[_Stated], valid_at: datetime, knowledge_at: datetime) -> dict[str, str]:
-    """Affirmed node id -> the first later negation in effect at valid_at that denies its
-    value (a negation without an object denies every value)."""
+    """Affirmed node id -> the first negation after it in the timeline, in effect at
+    valid_at, that denies its value (a negation without an object denies every value)."""
     ended: dict[str, str] = {}
-    for position, negation in enumerate(stated):
-        claim = negation.claim
-        if claim.polarity != "negated" or not _may_hold(negation, knowledge_at):
+    # Values not yet denied, by normalized object, in timeline order.
+    open_values: dict[str | None, list[str]] = {}
+    for each in stated:
+        claim = each.claim
+        if claim.polarity == "affirmed":
+            open_values.setdefault(claim.object_key, []).append(claim.node.id)
             continue
-        if claim.start > valid_at:
+        if not _may_hold(each, knowledge_at) or claim.start > valid_at:
             continue
-        for earlier in stated[:position]:
-            denied = earlier.claim
-            if denied.polarity != "affirmed" or denied.node.id in ended:
-                continue
-            if claim.object_key is None or claim.object_key == denied.object_key:
-                ended[denied.node.id] = claim.node.id
+        denied = list(open_values) if claim.object_key is None else [claim.object_key]
+        for key in denied:
+            for node_id in open_values.pop(key, []):
+                ended[node_id] = claim.node.id
     return ended
 
 
-def _entry(stated: _Stated, ended_by: str | None, current: bool) -> AssertionTimelineEntry:
+def _entry(stated: _Stated, ended_by: str | None, *, current: bool) -> AssertionTimelineEntry:
     claim, node = stated.claim, stated.claim.node
     return AssertionTimelineEntry(
         node_id=node.id,

@@ -366,8 +366,10 @@ class AssertionState(BaseModel):
         description="The value when status is current (as written by the newest candidate)"
     )
     candidates: tuple[AssertionTimelineEntry, ...] = Field(
-        description="The affirmed assertions holding at valid_at, newest first"
+        description="The affirmed assertions holding at valid_at, newest first (the newest "
+        "`limit` of them)"
     )
+    candidate_count: int = Field(description="How many candidates there are in all")
     timeline: tuple[AssertionTimelineEntry, ...] = Field(
         description="Every stored assertion of the fact known at knowledge_at, oldest first "
         "(the newest `limit` of them)"
