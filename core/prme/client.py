@@ -38,8 +38,9 @@ from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
-from prme.http import conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
 from prme.model import (
+    assertions,
     erasure,
     feedback,
     imports,
@@ -780,6 +781,38 @@ class _Calls:
             ),
         )
 
+    # -- assertions: exact counts and the state of a fact --
+
+    def aggregate_assertions(
+        self,
+        query: assertions.AssertionQuery | dict[str, Any],
+        *,
+        user_id: str | None = None,
+    ) -> Call[assertions.AssertionAggregation]:
+        """Exact counts per group of the extracted assertions that match `query`."""
+        body = _from_arguments(assertion_schemas.AssertionAggregationRequest, locals())
+        return Call(
+            "aggregate_assertions",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.aggregate_assertions(at.owner, body.query),
+        )
+
+    def get_assertion_state(
+        self,
+        query: assertions.AssertionStateQuery | dict[str, Any],
+        *,
+        user_id: str | None = None,
+    ) -> Call[assertions.AssertionState]:
+        """The value(s) of one fact and its timeline; `query` names its subject and predicate."""
+        body = _from_arguments(assertion_schemas.AssertionStateRequest, locals())
+        return Call(
+            "get_assertion_state",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.get_assertion_state(at.owner, body.query),
+        )
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1017,6 +1050,8 @@ class MemoryClient:
     get_node_provenance = _blocking(_Calls.get_node_provenance)
     get_node_neighborhood = _blocking(_Calls.get_node_neighborhood)
     get_node_chain = _blocking(_Calls.get_node_chain)
+    aggregate_assertions = _blocking(_Calls.aggregate_assertions)
+    get_assertion_state = _blocking(_Calls.get_assertion_state)
 
 
 class AsyncMemoryClient:
@@ -1168,3 +1203,5 @@ class AsyncMemoryClient:
     get_node_provenance = _awaitable(_Calls.get_node_provenance)
     get_node_neighborhood = _awaitable(_Calls.get_node_neighborhood)
     get_node_chain = _awaitable(_Calls.get_node_chain)
+    aggregate_assertions = _awaitable(_Calls.aggregate_assertions)
+    get_assertion_state = _awaitable(_Calls.get_assertion_state)

@@ -22,8 +22,9 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from prme.http import conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
 from prme.model import (
+    assertions,
     bindings,
     erasure,
     feedback,
@@ -54,6 +55,7 @@ class Capability(StrEnum):
     LIMITS = "limits"
     USAGE = "usage"
     GRAPH = "graph"
+    ASSERTIONS = "assertions"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -70,6 +72,7 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.LIMITS: "The tenant's limits (rate, storage, retrievals a day) and its use of them.",
     Capability.USAGE: "Metered usage of the operator's tenant, summed per period and kind.",
     Capability.GRAPH: "A node's evidence and operation history, neighborhood and supersedence.",
+    Capability.ASSERTIONS: "Exact counts of extracted assertions, and the state of a fact over time.",
 }
 
 
@@ -1056,6 +1059,35 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp=McpTool("memory_get_chain", read_only=True),
         request=None,
         response=graph_schemas.NodeChainResponse,
+    ),
+    # -- assertions: exact counts over extracted claims, and a fact's value over time --
+    Operation(
+        "aggregate_assertions",
+        Capability.ASSERTIONS,
+        "Count matching assertions per group",
+        "Exact counts of the subject/predicate/object assertions extracted from the owner's "
+        "messages, per group, from a scan of every stored node (not a ranked subset), with "
+        "sample node ids and their source events.",
+        http=HttpRoute("POST", "/v1/assertions/aggregate"),
+        mcp=McpTool("memory_aggregate_assertions", read_only=True),
+        request=assertion_schemas.AssertionAggregationRequest,
+        response=assertions.AssertionAggregation,
+    ),
+    Operation(
+        "get_assertion_state",
+        Capability.ASSERTIONS,
+        "Read the value of a fact over time",
+        "The value(s) of one fact (a subject and a predicate) at valid_at as known at "
+        "knowledge_at (both default now), newest first, and every stored assertion of it, "
+        "oldest first. Disagreeing values are all returned as ambiguous, never chosen.",
+        http=HttpRoute("POST", "/v1/assertions/state"),
+        mcp=McpTool(
+            "memory_get_assertion_state",
+            read_only=True,
+            note="Call it for the current value of one fact, e.g. subject I, predicate live.",
+        ),
+        request=assertion_schemas.AssertionStateRequest,
+        response=assertions.AssertionState,
     ),
 )
 

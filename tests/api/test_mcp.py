@@ -57,6 +57,8 @@ FULL_TOOLS = {
     "memory_get_provenance",
     "memory_get_neighborhood",
     "memory_get_chain",
+    "memory_aggregate_assertions",
+    "memory_get_assertion_state",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {

@@ -173,6 +173,10 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/nodes/{node_id}/provenance"): Case("query", foreign=True),
     ("GET", "/v1/nodes/{node_id}/neighborhood"): Case("query", foreign=True),
     ("GET", "/v1/nodes/{node_id}/chain"): Case("query", foreign=True),
+    ("POST", "/v1/assertions/aggregate"): Case("body", lambda _: {"query": {}}),
+    ("POST", "/v1/assertions/state"): Case(
+        "body", lambda _: {"query": {"subject": "Bob", "predicate": "likes"}}
+    ),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -229,6 +233,8 @@ TOOLS: dict[str, Case] = {
     "memory_get_provenance": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
     "memory_get_neighborhood": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
     "memory_get_chain": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
+    "memory_aggregate_assertions": Case("body", _no_body),
+    "memory_get_assertion_state": Case("body", lambda _: {"subject": "Bob", "predicate": "likes"}),
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from prme.engine import (
     aliases,
+    assertions,
     conditions,
     contradictions,
     erase,
@@ -39,6 +40,12 @@ from prme.engine.work_dispatch import ProcessingReport, SweepReport
 from prme.engine.work_refs import WorkRef
 from prme.model import listings
 from prme.model.aliases import AliasDecision, AliasProposalItem, AliasStatus
+from prme.model.assertions import (
+    AssertionAggregation,
+    AssertionQuery,
+    AssertionState,
+    AssertionStateQuery,
+)
 from prme.model.bindings import ToolArgumentResolution
 from prme.model.conditions import ConditionInput
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
@@ -444,3 +451,10 @@ class MemoryEngine:
         self, owner: OwnerKey, node_id: str, *, direction: ChainDirection = "forward"
     ) -> NodeChain:
         return graph.get_node_chain(self.deps, owner, node_id, direction=direction)
+
+    # -- assertions (engine/assertions.py) --
+    def aggregate_assertions(self, owner: OwnerKey, query: AssertionQuery) -> AssertionAggregation:
+        return assertions.aggregate_assertions(self.deps, owner, query)
+
+    def get_assertion_state(self, owner: OwnerKey, query: AssertionStateQuery) -> AssertionState:
+        return assertions.get_assertion_state(self.deps, owner, query)

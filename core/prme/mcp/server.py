@@ -80,6 +80,7 @@ from prme.http.schemas import (
     SupersedenceRequest,
 )
 from prme.model.aliases import AliasDecision, AliasStatus
+from prme.model.assertions import AssertionQuery, AssertionStateQuery
 from prme.model.conditions import ConditionInput, ConditionState, EvaluationMethod
 from prme.model.enums import LifecycleState, NodeType, Role, Scope, SourceType
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
@@ -467,6 +468,7 @@ def build_mcp_server(
     _manage_tools(server, engine, run)
     _conflict_tools(server, engine, run)
     _graph_tools(server, engine, run)
+    _assertion_tools(server, engine, run)
     return server
 
 
@@ -1049,4 +1051,53 @@ def _graph_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> N
             lambda owner: NodeChainResponse.of(
                 engine.get_node_chain(owner, str(node_id), direction=direction)
             ),
+        )
+
+
+def _assertion_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Exact assertion counts and a fact's state: flat arguments, validated by the query
+    models the routes use."""
+
+    @_tool(server, "memory_aggregate_assertions")
+    def memory_aggregate_assertions(
+        *,
+        group_by: Annotated[list[str] | None, described(AssertionQuery, "group_by")] = None,
+        subjects: Annotated[list[str] | None, described(AssertionQuery, "subjects")] = None,
+        predicates: Annotated[list[str] | None, described(AssertionQuery, "predicates")] = None,
+        objects: Annotated[list[str] | None, described(AssertionQuery, "objects")] = None,
+        polarities: Annotated[list[str] | None, described(AssertionQuery, "polarities")] = None,
+        scopes: Annotated[list[str] | None, described(AssertionQuery, "scopes")] = None,
+        lifecycle_states: Annotated[
+            list[str] | None, described(AssertionQuery, "lifecycle_states")
+        ] = None,
+        retrieval_mode: Annotated[str | None, described(AssertionQuery, "retrieval_mode")] = None,
+        event_time_from: Annotated[str | None, described(AssertionQuery, "event_time_from")] = None,
+        event_time_to: Annotated[str | None, described(AssertionQuery, "event_time_to")] = None,
+        valid_at: Annotated[str | None, described(AssertionQuery, "valid_at")] = None,
+        knowledge_at: Annotated[str | None, described(AssertionQuery, "knowledge_at")] = None,
+        group_limit: Annotated[int | None, described(AssertionQuery, "group_limit")] = None,
+        sample_limit: Annotated[int | None, described(AssertionQuery, "sample_limit")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        fields = _input_fields(AssertionQuery, locals())
+        return run(
+            user_id,
+            lambda owner: engine.aggregate_assertions(owner, validated(AssertionQuery, fields)),
+        )
+
+    @_tool(server, "memory_get_assertion_state")
+    def memory_get_assertion_state(
+        *,
+        subject: Annotated[str, described(AssertionStateQuery, "subject")],
+        predicate: Annotated[str, described(AssertionStateQuery, "predicate")],
+        scope: Annotated[str | None, described(AssertionStateQuery, "scope")] = None,
+        valid_at: Annotated[str | None, described(AssertionStateQuery, "valid_at")] = None,
+        knowledge_at: Annotated[str | None, described(AssertionStateQuery, "knowledge_at")] = None,
+        limit: Annotated[int | None, described(AssertionStateQuery, "limit")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        fields = _input_fields(AssertionStateQuery, locals())
+        return run(
+            user_id,
+            lambda owner: engine.get_assertion_state(owner, validated(AssertionStateQuery, fields)),
         )
