@@ -25,6 +25,7 @@ def say(h: Harness, text: str, owner: OwnerKey = ALICE, **fields: Any) -> Memory
         owner,
         IngestInput.model_validate({"content": text, "wait_for_extraction": True, **fields}),
     )
+    assert result.node_id is not None
     note = h.ledger.get_node(owner, result.node_id)
     assert note is not None
     return note
