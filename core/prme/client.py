@@ -50,6 +50,7 @@ from prme.model import (
     usage,
 )
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
+from prme.model.extraction import SavedExtraction
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
 from prme.model.quantities import QuantityAggregationQuery
@@ -649,6 +650,11 @@ class _Calls:
             idempotency_key=idempotency_key,
         )
 
+    def get_event_extraction(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> Call[SavedExtraction]:
+        return Call("get_event_extraction", user_id, {"event_id": event_id})
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -880,6 +886,7 @@ class MemoryClient:
     get_import = _blocking(_Calls.get_import)
     open_import_upload = _blocking(_Calls.open_import_upload)
     start_import_upload = _blocking(_Calls.start_import_upload)
+    get_event_extraction = _blocking(_Calls.get_event_extraction)
 
 
 class AsyncMemoryClient:
@@ -1025,3 +1032,4 @@ class AsyncMemoryClient:
     get_import = _awaitable(_Calls.get_import)
     open_import_upload = _awaitable(_Calls.open_import_upload)
     start_import_upload = _awaitable(_Calls.start_import_upload)
+    get_event_extraction = _awaitable(_Calls.get_event_extraction)

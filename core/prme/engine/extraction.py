@@ -18,11 +18,25 @@ from prme.engine.nodes import NodeChoices, node_from_event
 from prme.engine.store import alias_scan_work
 from prme.engine.updates import plan_supersedences
 from prme.engine.work_retry import after_failed_attempt
-from prme.errors import ConflictError, CorruptRecordError, ExtractionUnavailableError, PrmeError
-from prme.model.enums import INACTIVE_LIFECYCLE_STATES, EpistemicType, NodeType, WorkFailure
+from prme.errors import (
+    ConflictError,
+    CorruptRecordError,
+    ExtractionUnavailableError,
+    NotFoundError,
+    PrmeError,
+)
+from prme.model.enums import (
+    INACTIVE_LIFECYCLE_STATES,
+    EpistemicType,
+    NodeType,
+    WorkFailure,
+    WorkKind,
+)
 from prme.model.extraction import (
     ExtractedClaim,
     Extraction,
+    SavedExtraction,
+    SupersededClaim,
     claim_assertion_key,
     normalize_phrase,
     object_key,
@@ -227,6 +241,36 @@ def _saved_extraction(extraction: Extraction) -> dict[str, Any]:
             dump[name] = dump[name][:MAX_SAVED_ARTIFACTS]
             dump["truncated"] = True
     return dump
+
+
+def saved_extraction(deps: EngineDeps, owner: OwnerKey, event_id: str) -> SavedExtraction:
+    """The journal record of the event's completed extraction; NotFound for an unknown or
+    foreign event, and for one whose extraction has not completed."""
+    if deps.ledger.get_event(owner, event_id) is None:
+        raise NotFoundError("Event not found")
+    for item in deps.ledger.list_event_work(owner, event_id):
+        if item.kind is not WorkKind.EXTRACT:
+            continue
+        record = deps.ledger.get_journal(owner, str(uuid.uuid5(uuid.UUID(item.id), "journal")))
+        if record is None or record.operation != EXTRACTION_JOURNAL:
+            continue
+        payload = record.payload
+        dump = payload.get("extraction")
+        return SavedExtraction(
+            event_id=event_id,
+            extractor=payload["extractor"],
+            reference_time=payload["reference_time"],
+            extracted_at=record.created_at,
+            extraction=None
+            if dump is None
+            else Extraction.model_validate({k: v for k, v in dump.items() if k != "truncated"}),
+            truncated=bool(dump and dump.get("truncated")),
+            node_ids=list(payload.get("node_ids", [])),
+            annotated_node_ids=list(payload.get("annotated_node_ids", [])),
+            edge_ids=list(payload.get("edge_ids", [])),
+            superseded=[SupersededClaim.model_validate(s) for s in payload.get("superseded", [])],
+        )
+    raise NotFoundError("No completed extraction for this event")
 
 
 def _record_failure(deps: EngineDeps, item: WorkItem, reason: WorkFailure) -> WorkFailure:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -20,50 +20,75 @@ from prme.model.records import EXTRACTION_METADATA_KEY
 class _Artifact(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    evidence_quote: str = Field(min_length=1, max_length=2000)
+    evidence_quote: str = Field(
+        min_length=1, max_length=2000, description="The exact span of the source that supports it"
+    )
 
 
 class ExtractedEntity(_Artifact):
-    name: str = Field(min_length=1, max_length=200)
-    kind: str = Field(default="thing", min_length=1, max_length=40)
+    """A named thing the source mentions."""
+
+    name: str = Field(min_length=1, max_length=200, description="The entity as the source names it")
+    kind: str = Field(
+        default="thing",
+        min_length=1,
+        max_length=40,
+        description="What it is: person, place, organization, date, name, ...",
+    )
 
 
 class ExtractedClaim(_Artifact):
     """A statement the source makes, phrased from the source (the quote is its grounding)."""
 
-    statement: str = Field(min_length=1, max_length=2000)
-    subject: str = Field(min_length=1, max_length=200)
-    predicate: str = Field(min_length=1, max_length=80)
-    object: str | None = Field(default=None, max_length=500)
+    statement: str = Field(min_length=1, max_length=2000, description="The claim as stated")
+    subject: str = Field(min_length=1, max_length=200, description="Who or what it is about")
+    predicate: str = Field(
+        min_length=1, max_length=80, description="What is said of the subject, as a label"
+    )
+    object: str | None = Field(default=None, max_length=500, description="The value, if any")
     # A relative date in the source ("yesterday") resolved against the source's time.
-    occurred_on: date | None = None
+    occurred_on: date | None = Field(
+        default=None, description="When it happened, when the source dates it"
+    )
     # "negated" states that the subject no longer holds the object ("I don't live there
     # anymore"); `replaces_object` names the earlier value this claim replaces, as written.
-    polarity: Literal["affirmed", "negated"] = "affirmed"
-    replaces_object: str | None = Field(default=None, max_length=500)
+    polarity: Literal["affirmed", "negated"] = Field(
+        default="affirmed", description="negated: the source says it no longer holds"
+    )
+    replaces_object: str | None = Field(
+        default=None, max_length=500, description="The earlier value this claim replaces, if named"
+    )
 
 
 class ExtractedQuantity(_Artifact):
-    subject: str = Field(min_length=1, max_length=200)
-    predicate: str = Field(min_length=1, max_length=80)
-    value: Decimal
-    unit: str | None = Field(default=None, max_length=40)
+    """An amount or count the source states, with its unit."""
+
+    subject: str = Field(min_length=1, max_length=200, description="Who or what it counts for")
+    predicate: str = Field(min_length=1, max_length=80, description="What was counted, as a label")
+    value: Decimal = Field(description="The number as written")
+    unit: str | None = Field(default=None, max_length=40, description="Its unit, as written")
 
 
 class ExtractedRelationship(_Artifact):
-    source: str = Field(min_length=1, max_length=200)
-    relation: str = Field(min_length=1, max_length=80)
-    target: str = Field(min_length=1, max_length=200)
+    """A relation the source states between two of its entities."""
+
+    source: str = Field(min_length=1, max_length=200, description="The first entity")
+    relation: str = Field(min_length=1, max_length=80, description="How they relate, as a label")
+    target: str = Field(min_length=1, max_length=200, description="The second entity")
 
 
 class Extraction(BaseModel):
+    """What an extractor derived from one source; every artifact is grounded in it."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    extractor: str
-    entities: tuple[ExtractedEntity, ...] = ()
-    claims: tuple[ExtractedClaim, ...] = ()
-    quantities: tuple[ExtractedQuantity, ...] = ()
-    relationships: tuple[ExtractedRelationship, ...] = ()
+    extractor: str = Field(description="The extractor that produced it, e.g. rules/1")
+    entities: tuple[ExtractedEntity, ...] = Field(default=(), description="Named things")
+    claims: tuple[ExtractedClaim, ...] = Field(default=(), description="Statements")
+    quantities: tuple[ExtractedQuantity, ...] = Field(default=(), description="Amounts and counts")
+    relationships: tuple[ExtractedRelationship, ...] = Field(
+        default=(), description="Relations between entities"
+    )
 
 
 # Assertion keys: one spelling for subject + predicate so that a later claim about the same
@@ -172,3 +197,39 @@ def stored_assertion_key(metadata: Mapping[str, Any]) -> str | None:
         return None
     key = extracted.get("assertion_key")
     return key if isinstance(key, str) and key else None
+
+
+class SupersededClaim(BaseModel):
+    """One earlier claim an extraction superseded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    old_node_id: str = Field(description="The earlier claim's node, now superseded")
+    new_node_id: str = Field(description="The node of the claim that replaced it")
+    edge_id: str = Field(description="The supersedes edge from the new node to the old one")
+
+
+class SavedExtraction(BaseModel):
+    """The saved record of one source's completed extraction, read from its journal record."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str = Field(description="The source event extracted")
+    extractor: str = Field(description="The extractor that ran, e.g. rules/1")
+    reference_time: datetime = Field(description="The time relative dates were resolved against")
+    extracted_at: datetime = Field(description="When the extraction was committed")
+    extraction: Extraction | None = Field(
+        description="The validated artifacts (null for extractions saved before they were kept)"
+    )
+    truncated: bool = Field(
+        description="True when long artifact lists were cut to fit the saved record"
+    )
+    node_ids: list[str] = Field(description="Nodes the extraction created")
+    annotated_node_ids: list[str] = Field(
+        description="Existing nodes that took a claim: the source's note when a claim states "
+        "the whole source, so the same text is not stored twice"
+    )
+    edge_ids: list[str] = Field(description="Edges the extraction created")
+    superseded: list[SupersededClaim] = Field(
+        description="Earlier claims the extraction superseded"
+    )
