@@ -11,7 +11,7 @@ import pytest
 from prme.engine.extraction import run_extractions
 from prme.errors import StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkKind
-from prme.model.inputs import IngestInput
+from prme.model.inputs import IngestInput, RetrieveInput
 from prme.model.records import JournalRecord, MemoryNode, NodeChange, OwnerKey, WorkItem
 from tests.harness.engines import ALICE, BOB, Harness
 
@@ -192,3 +192,15 @@ def test_the_supersedence_commits_with_the_extraction_or_not_at_all(
 
     assert state(harness, lisbon) is LifecycleState.TENTATIVE
     assert harness.ledger.list_node_edges(ALICE, lisbon.id) == []
+
+
+def test_the_current_value_ranks_first_for_a_question_about_now(any_backend: Harness) -> None:
+    h = any_backend
+    say(h, "My sister Ana lives in Porto.")
+    say(h, "I live in Lisbon.")
+    berlin = say(h, "I moved from Lisbon to Berlin.")
+
+    hits = h.engine.retrieve(ALICE, RetrieveInput(query="Where do I live now?"))
+
+    assert hits.results[0].node_id == berlin.id
+    assert berlin.metadata[CLAIM]["supersedes"]

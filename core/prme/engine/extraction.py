@@ -16,7 +16,7 @@ from prme.engine.materialize import index_work_item, materialize_nodes
 from prme.engine.metering import meter_work
 from prme.engine.nodes import NodeChoices, node_from_event
 from prme.engine.store import alias_scan_work
-from prme.engine.updates import plan_supersedences
+from prme.engine.updates import mark_superseding, plan_supersedences
 from prme.engine.work_retry import after_failed_attempt
 from prme.errors import (
     ConflictError,
@@ -159,6 +159,10 @@ def _commit(
         claims.append(claimed)
         annotated.append(note.id)
     plan = plan_supersedences(deps, owner, claims, evidence_id=event.id, seed=seed, now=now)
+    # A claim that replaced earlier ones says so in its metadata: retrieval reads it as the
+    # current value of its fact (ranked first for a question about the present).
+    nodes = [mark_superseding(n, plan) for n in nodes]
+    updates = [(before, mark_superseding(after, plan)) for before, after in updates]
     updates += plan.updates
     edges = [*records.edges, *plan.edges]
     journal = JournalRecord.build(

@@ -15,7 +15,12 @@ from typing import Any
 from prme.engine.deps import EngineDeps
 from prme.engine.lifecycle import superseded_by
 from prme.model.enums import INACTIVE_LIFECYCLE_STATES
-from prme.model.extraction import SINGLE_VALUED_KEYS, object_key, stored_assertion_key
+from prme.model.extraction import (
+    SINGLE_VALUED_KEYS,
+    SUPERSEDES_KEY,
+    object_key,
+    stored_assertion_key,
+)
 from prme.model.records import EXTRACTION_METADATA_KEY, MemoryEdge, MemoryNode, OwnerKey
 
 # Earlier claims read per assertion key: enough for the active values of one fact, whose
@@ -107,3 +112,12 @@ def plan_supersedences(
                 {"old_node_id": old.id, "new_node_id": new.id, "edge_id": edge.id}
             )
     return plan
+
+
+def mark_superseding(node: MemoryNode, plan: SupersedencePlan) -> MemoryNode:
+    """`node` with the ids it supersedes in its claim metadata (`supersedes`), if any."""
+    replaced = [s["old_node_id"] for s in plan.superseded if s["new_node_id"] == node.id]
+    if not replaced:
+        return node
+    claim = {**_claim(node), SUPERSEDES_KEY: replaced}
+    return node.model_copy(update={"metadata": {**node.metadata, EXTRACTION_METADATA_KEY: claim}})

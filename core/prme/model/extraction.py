@@ -233,3 +233,13 @@ class SavedExtraction(BaseModel):
     superseded: list[SupersededClaim] = Field(
         description="Earlier claims the extraction superseded"
     )
+
+
+# In a claim's metadata: the ids of the earlier claims it superseded when it was extracted.
+SUPERSEDES_KEY = "supersedes"
+
+
+def states_current_value(metadata: Mapping[str, Any]) -> bool:
+    """True for a claim that superseded an earlier value of its fact: the newest known value."""
+    extracted = metadata.get(EXTRACTION_METADATA_KEY)
+    return isinstance(extracted, dict) and bool(extracted.get(SUPERSEDES_KEY))
