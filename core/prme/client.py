@@ -52,6 +52,7 @@ from prme.model import (
 )
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.conditions import ConditionInput
+from prme.model.extraction import SavedExtraction
 from prme.model.graph import DEFAULT_MAX_HOPS, DEFAULT_OPERATION_LIMIT
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
@@ -813,6 +814,11 @@ class _Calls:
             local=lambda at: at.engine.get_assertion_state(at.owner, body.query),
         )
 
+    def get_event_extraction(
+        self, event_id: str, *, user_id: str | None = None
+    ) -> Call[SavedExtraction]:
+        return Call("get_event_extraction", user_id, {"event_id": event_id})
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1052,6 +1058,7 @@ class MemoryClient:
     get_node_chain = _blocking(_Calls.get_node_chain)
     aggregate_assertions = _blocking(_Calls.aggregate_assertions)
     get_assertion_state = _blocking(_Calls.get_assertion_state)
+    get_event_extraction = _blocking(_Calls.get_event_extraction)
 
 
 class AsyncMemoryClient:
@@ -1205,3 +1212,4 @@ class AsyncMemoryClient:
     get_node_chain = _awaitable(_Calls.get_node_chain)
     aggregate_assertions = _awaitable(_Calls.aggregate_assertions)
     get_assertion_state = _awaitable(_Calls.get_assertion_state)
+    get_event_extraction = _awaitable(_Calls.get_event_extraction)

@@ -27,6 +27,7 @@ from prme.model import (
     assertions,
     bindings,
     erasure,
+    extraction,
     feedback,
     imports,
     inputs,
@@ -1088,6 +1089,22 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         request=assertion_schemas.AssertionStateRequest,
         response=assertions.AssertionState,
+    ),
+    # -- knowledge updates on ingest (issue 20) --
+    Operation(
+        "get_event_extraction",
+        Capability.PROCESSING,
+        "Read an event's saved extraction",
+        "The saved record of one source's completed extraction: the extractor, the reference "
+        "time relative dates were resolved against, the validated artifacts, the nodes and "
+        "edges it created, the note that took a claim stating the whole source, and the "
+        "earlier claims it superseded. 404 for an unknown or foreign event, and for one whose "
+        "extraction has not completed.",
+        http=HttpRoute("GET", "/v1/events/{event_id}/extraction", Errors.READ),
+        mcp=McpTool("memory_get_event_extraction", read_only=True),
+        request=None,
+        response=extraction.SavedExtraction,
+        shape=Shape.READ_ONE,
     ),
 )
 

@@ -145,6 +145,13 @@ class Ledger(Protocol):
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]: ...
 
+    def list_assertion_nodes(
+        self, owner: OwnerKey, assertion_key: str, limit: int
+    ) -> list[MemoryNode]:
+        """Up to `limit` of the owner's nodes whose extraction metadata carries `assertion_key`,
+        newest first; a bounded read, never a scan of the owner's nodes."""
+        ...
+
     def list_event_work(self, owner: OwnerKey, event_id: str) -> list[WorkItem]: ...
 
     def list_pending_work(

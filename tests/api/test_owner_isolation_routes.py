@@ -177,6 +177,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/assertions/state"): Case(
         "body", lambda _: {"query": {"subject": "Bob", "predicate": "likes"}}
     ),
+    ("GET", "/v1/events/{event_id}/extraction"): Case("query", foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -235,6 +236,7 @@ TOOLS: dict[str, Case] = {
     "memory_get_chain": Case("body", lambda b: {"node_id": b.node_id}, foreign=True),
     "memory_aggregate_assertions": Case("body", _no_body),
     "memory_get_assertion_state": Case("body", lambda _: {"subject": "Bob", "predicate": "likes"}),
+    "memory_get_event_extraction": Case("body", lambda b: {"event_id": b.event_id}, foreign=True),
 }
 
 

@@ -77,11 +77,8 @@ def test_a_move_yields_names_places_and_a_relationship() -> None:
         ("May", "date"),
     }
     (claim,) = result.claims
-    assert (claim.subject, claim.predicate, claim.object) == (
-        "Caroline",
-        "moved",
-        "to Lisbon in May",
-    )
+    # A move is an update wording: the claim names the new place alone.
+    assert (claim.subject, claim.predicate, claim.object) == ("Caroline", "moved_to", "Lisbon")
     assert {(r.source, r.relation, r.target) for r in result.relationships} == {
         ("Caroline", "moved_to", "Lisbon")
     }

@@ -46,6 +46,9 @@ class ScoringConfig(BaseModel):
     # A share of the best score among the candidates said around a record in its session.
     session_neighbour_weight: float = Field(default=0.2, ge=0.0, le=1.0)
     session_neighbour_span: int = Field(default=2, ge=0, le=10)
+    # For a question about the present, a claim that superseded an earlier value on ingest
+    # ("I moved from Lisbon to Berlin") scores this much more than it would.
+    current_value_boost: float = Field(default=1.0, ge=0.0, le=10.0)
 
 
 class PackingConfig(BaseModel):

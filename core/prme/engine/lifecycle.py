@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from prme.engine.deps import EngineDeps
@@ -261,18 +262,8 @@ def supersede(
         if node.lifecycle_state in INACTIVE_LIFECYCLE_STATES:
             raise InvalidTransitionError(f"The {field} node is {node.lifecycle_state.value}")
     now = deps.clock.now()
-    updated_old = old.model_copy(
-        update={"lifecycle_state": LifecycleState.SUPERSEDED, "valid_to": now, "updated_at": now}
-    )
-    edge = MemoryEdge(
-        id=deps.ids(),
-        tenant_id=owner.tenant_id,
-        owner_id=owner.owner_id,
-        edge_type="supersedes",
-        source_node_id=new.id,
-        target_node_id=old.id,
-        evidence_refs=(evidence_id,) if evidence_id else (),
-        created_at=now,
+    updated_old, edge = superseded_by(
+        old, new, edge_id=deps.ids(), evidence_id=evidence_id, now=now, valid_to=now
     )
     record = new_record(
         owner, SUPERSEDE_OPERATION, pair_key, digest=digest, result={"edge_id": edge.id}, now=now
@@ -299,6 +290,37 @@ def supersede(
         _replay_supersedence(saved, digest)
         return _node(deps, owner, old_node_id), _node(deps, owner, new_node_id)
     return updated_old, new
+
+
+def superseded_by(
+    old: MemoryNode,
+    new: MemoryNode,
+    *,
+    edge_id: str,
+    evidence_id: str | None,
+    now: datetime,
+    valid_to: datetime,
+) -> tuple[MemoryNode, MemoryEdge]:
+    """The state change of `old` superseded by `new`: the old node's next state and the
+    `supersedes` edge from new to old. Extraction applies the same change on ingest."""
+    updated_old = old.model_copy(
+        update={
+            "lifecycle_state": LifecycleState.SUPERSEDED,
+            "valid_to": valid_to,
+            "updated_at": now,
+        }
+    )
+    edge = MemoryEdge(
+        id=edge_id,
+        tenant_id=old.tenant_id,
+        owner_id=old.owner_id,
+        edge_type="supersedes",
+        source_node_id=new.id,
+        target_node_id=old.id,
+        evidence_refs=(evidence_id,) if evidence_id else (),
+        created_at=now,
+    )
+    return updated_old, edge
 
 
 def _replay_supersedence(saved: IdempotencyRecord, digest: str) -> None:

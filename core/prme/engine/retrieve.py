@@ -20,11 +20,13 @@ from prme.model.enums import (
     LifecycleState,
     RetrievalMode,
 )
+from prme.model.extraction import states_current_value
 from prme.model.inputs import RetrieveInput
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, MemoryNode, OwnerKey
 from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
 from prme.retrieval.fusion import (
+    CURRENT_VALUE,
     FusedCandidate,
     FusionConfig,
     FusionInput,
@@ -201,6 +203,7 @@ def retrieve_memories(
         time_mention_boost=config.scoring.time_mention_boost,
         session_neighbour_weight=config.scoring.session_neighbour_weight,
         session_neighbour_span=config.scoring.session_neighbour_span,
+        current_value_boost=config.scoring.current_value_boost,
     )
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
@@ -211,7 +214,8 @@ def retrieve_memories(
                 nid,
                 candidates.ranks[nid],
                 node.effective_time.timestamp(),
-                query_features(node.speaker, node.effective_time, named, periods),
+                query_features(node.speaker, node.effective_time, named, periods)
+                | ({CURRENT_VALUE: 1.0} if states_current_value(node.metadata) else {}),
                 node.session_id,
             )
             for nid, node in candidates.nodes.items()

@@ -30,6 +30,7 @@ from prme.engine import (
     work_dispatch,
 )
 from prme.engine.deps import EngineDeps
+from prme.engine.extraction import saved_extraction
 from prme.engine.identity import Principal
 from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
@@ -50,6 +51,7 @@ from prme.model.bindings import ToolArgumentResolution
 from prme.model.conditions import ConditionInput
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
 from prme.model.erasure import OwnerErasure
+from prme.model.extraction import SavedExtraction
 from prme.model.feedback import (
     AnswerCitationInput,
     AnswerCitationPage,
@@ -112,6 +114,9 @@ class MemoryEngine:
         self, owner: OwnerKey, event_id: str
     ) -> tuple[ProcessingStatus, list[WorkItem]]:
         return reads.get_processing_status(self.deps, owner, event_id, family="extract")
+
+    def get_event_extraction(self, owner: OwnerKey, event_id: str) -> SavedExtraction:
+        return saved_extraction(self.deps, owner, event_id)
 
     def retry_extraction(
         self, owner: OwnerKey, event_id: str

@@ -83,6 +83,8 @@ def _claim_ok(claim: ExtractedClaim, source: _Source) -> bool:
         return False
     if claim.object is not None and not source.contains(claim.object):
         return False
+    if claim.replaces_object is not None and not source.contains(claim.replaces_object):
+        return False
     # A statement may be a tidied clause, but it may not bring in a word the source lacks.
     return source.has_words_of(claim.statement)
 

@@ -13,6 +13,7 @@ from datetime import date, datetime
 
 from prme.extraction.dates import WEEKDAYS, resolve_relative_dates
 from prme.extraction.grounding import parse_decimal, validate_grounded
+from prme.extraction.update_rules import corrected_value, find_update
 from prme.model.extraction import (
     ExtractedClaim,
     ExtractedEntity,
@@ -66,6 +67,7 @@ _AUXILIARIES = _words(
     for apostrophe in ("'", "’")
 )
 _NEGATIONS = frozenset({"not", "never", "no"})
+_MODALS = _words("will would can could should shall may might must")
 _ADVERBS = _words(
     "just already also really finally recently always usually often sometimes still even "
     "only actually probably definitely"
@@ -398,8 +400,7 @@ class _SentenceExtractor:
         if not self.tokens or not self._asserts_something():
             return
         clause = _clause(self.sentence, self.tokens)
-        if clause is not None:
-            self._claim(clause)
+        self._claim(clause)
         self._quantities(clause)
         self._relationships(clause)
 
@@ -435,17 +436,47 @@ class _SentenceExtractor:
         except ValueError:  # "2024-13-45" is not a date; say nothing about when
             return None
 
-    def _claim(self, clause: _Clause) -> None:
+    def _claim(self, clause: _Clause | None) -> None:
+        update = find_update(self.sentence)
+        if update is not None:
+            # An update wording says more than the first clause: which value is current
+            # now, and which one it replaces.
+            self.claims.append(
+                ExtractedClaim(
+                    statement=self.quote,
+                    subject=update.subject,
+                    predicate=update.predicate,
+                    object=update.object,
+                    polarity=update.polarity,
+                    replaces_object=update.replaces_object,
+                    occurred_on=self._occurred_on(),
+                    evidence_quote=self.quote,
+                )
+            )
+            return
+        if clause is None:
+            return
+        corrected = corrected_value(self.sentence)
+        words = clause.predicate.split("_")
+        negated = any(w in _NEGATIONS or w.endswith(("n't", "n’t")) for w in words)
         self.claims.append(
             ExtractedClaim(
                 statement=self.quote,
                 subject=clause.subject,
-                predicate=clause.predicate,
+                predicate=self._modal(clause) + clause.predicate,
                 object=clause.object,
+                polarity="negated" if negated else "affirmed",
+                replaces_object=corrected[0] if corrected else None,
                 occurred_on=self._occurred_on(),
                 evidence_quote=self.quote,
             )
         )
+
+    def _modal(self, clause: _Clause) -> str:
+        """ "might_" for "I might move": a possibility is not the same fact as a statement."""
+        before = self.tokens[max(0, clause.verb_index - 3) : clause.verb_index]
+        modal = next((t.lower for t in before if t.lower in _MODALS), None)
+        return f"{modal}_" if modal else ""
 
     def _verb_before(self, position: int, clause: _Clause | None) -> str | None:
         """The nearest verb before a number: "ran 5 km and swam 2 km" pairs each with its own."""

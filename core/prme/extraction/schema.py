@@ -47,6 +47,8 @@ EXTRACTION_JSON_SCHEMA: dict[str, Any] = {
                     "predicate": _TEXT,
                     "object": _OPTIONAL_TEXT,
                     "occurred_on": {"type": ["string", "null"], "format": "date"},
+                    "polarity": {"type": "string", "enum": ["affirmed", "negated"]},
+                    "replaces_object": _OPTIONAL_TEXT,
                 },
                 ["statement", "subject", "predicate"],
             ),
@@ -82,6 +84,8 @@ Rules:
 - "predicate" and "relation" are short lowercase labels joined by underscores, built only from words of the message (for example "paid", "works_at", "adopted_cats").
 - A quantity's "value" is the number written in its quote, as plain digits without separators or currency signs (for "$1,200" write "1200"); "unit" is the unit or currency sign as written ("$", "km", "cats").
 - "occurred_on" is an ISO date (YYYY-MM-DD) only when the message dates the claim; resolve words such as "yesterday" against the reference time given with the message. Otherwise null.
+- "polarity" is "negated" when the message says the claim no longer holds or does not hold ("I don't live in Lisbon anymore"), otherwise "affirmed".
+- "replaces_object" is set when the message says the object replaces an earlier value ("I moved from Lisbon to Berlin": object "Berlin", replaces_object "Lisbon"; "Actually it's Y, not X": replaces_object "X"), copied from the message; otherwise null.
 - Skip questions, hypotheticals and anything you would have to guess. Empty lists are a valid answer.
 
 The JSON object follows this JSON Schema:

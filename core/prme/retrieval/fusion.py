@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 # Query-dependent facts about a candidate, read by the boost steps and saved in receipts.
 SPEAKER_NAMED = "speaker_named"
 TIME_MENTIONED = "time_mentioned"
+# The candidate is a claim that superseded an earlier value of its fact on ingest.
+CURRENT_VALUE = "current_value"
 
 
 class FusionConfig(BaseModel):
@@ -61,6 +63,11 @@ class FusionConfig(BaseModel):
         default=2,
         description="The neighbours: this many candidates before and after it in time within "
         "the same session",
+    )
+    current_value_boost: float = Field(
+        default=0.0,
+        description="When current_state is true, a claim that superseded an earlier value of "
+        "its fact scores (1 + boost) times as much (0 disables)",
     )
 
 
@@ -136,6 +143,13 @@ FUSION_STEPS: tuple[FusionStep, ...] = (
         "current_state_recency",
         lambda config: config.current_state and config.recency_boost > 0,
         lambda fused, config: _apply_recency_boost(fused, config.recency_boost),
+    ),
+    FusionStep(
+        "current_value_boost",
+        lambda config: config.current_state and config.current_value_boost > 0,
+        lambda fused, config: _apply_feature_boost(
+            fused, CURRENT_VALUE, config.current_value_boost
+        ),
     ),
 )
 

@@ -93,6 +93,13 @@ TECHNIQUES: tuple[Technique, ...] = (
         acts_in="retrieval/packing.py",
         off={"packing.reader_layout": "ranked"},
     ),
+    Technique(
+        name="current_value_boost",
+        does="for a question about the current state, a claim that superseded an earlier "
+        "value of its fact on ingest scores (1 + boost) times as much",
+        acts_in="retrieval/fusion.py step current_value_boost",
+        off={"scoring.current_value_boost": 0.0},
+    ),
 )
 
 # The techniques each profile turns on.

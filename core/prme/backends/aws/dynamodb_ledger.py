@@ -42,6 +42,7 @@ from prme.errors import (
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
+from prme.model.extraction import stored_assertion_key
 from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
@@ -91,11 +92,25 @@ _ERASED_PREFIXES = (
     ("EVENT#", "events"),
     ("NODE#", "nodes"),
     ("EVNODE#", "node_links"),
+    ("ASSERT#", "node_links"),
     ("EDGE#", "edges"),
     ("WORK#", "work_items"),
     ("IDEMP#", "idempotency_records"),
     ("NODEOP#", "node_links"),
 )
+
+
+def _assertion_link(pk: str, node: MemoryNode) -> Item | None:
+    """The item that finds an extracted claim by its assertion key, newest first by sort key."""
+    key = stored_assertion_key(node.metadata)
+    if key is None:
+        return None
+    return {
+        **_key(pk, f"ASSERT#{_part(key)}#{_sortable(node.created_at)}#{_part(node.id)}"),
+        "kind": {"S": "assertion_node"},
+        "assertion_key": {"S": key},
+        "node_id": {"S": node.id},
+    }
 
 
 def _erased_field(item: dict[str, Any]) -> str:
@@ -477,7 +492,8 @@ class DynamoDbLedger:
             # A repeated evidence ref would put one item twice in a transaction.
             for event_id in dict.fromkeys(n.evidence_refs)
         ]
-        return [node, *links]
+        assertion = _assertion_link(pk, n)
+        return [node, *links, *([assertion] if assertion is not None else [])]
 
     def _journal_item(self, j: JournalRecord) -> Item:
         pk = _owner_pk(j.tenant_id, j.owner_id)
@@ -613,6 +629,23 @@ class DynamoDbLedger:
         self, owner: OwnerKey, node_ids: Sequence[str], *, consistent: bool = True
     ) -> dict[str, MemoryNode]:
         return self._get_many(owner, MemoryNode, "node", node_ids, consistent=consistent)
+
+    def list_assertion_nodes(
+        self, owner: OwnerKey, assertion_key: str, limit: int
+    ) -> list[MemoryNode]:
+        if limit <= 0:
+            return []
+        prefix = f"ASSERT#{_part(assertion_key)}#"
+        links = self._query_items(
+            limit=limit,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={":pk": {"S": _pk_of(owner)}, ":prefix": {"S": prefix}},
+            ScanIndexForward=False,  # newest first: the sort key carries the creation time
+            ConsistentRead=True,
+        )
+        nodes = self.get_nodes(owner, [link["node_id"]["S"] for link in links])
+        return sorted(nodes.values(), key=lambda n: (n.created_at, n.id), reverse=True)
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         links = self._query_prefix(_pk_of(owner), f"EVNODE#{_part(event_id)}#")
@@ -772,7 +805,14 @@ class DynamoDbLedger:
             actions += [
                 ("Put", link, {})
                 for link in links
-                if link["event_id"]["S"] not in previous.evidence_refs
+                if "event_id" in link and link["event_id"]["S"] not in previous.evidence_refs
+            ]
+            # A node given an assertion key (a note that took a claim) becomes findable by it.
+            actions += [
+                ("Put", link, {})
+                for link in links
+                if "assertion_key" in link
+                and stored_assertion_key(previous.metadata) != link["assertion_key"]["S"]
             ]
             actions += [
                 _delete(_key(stored[PK]["S"], f"EVNODE#{_part(ref)}#{_part(new.id)}"))
@@ -1066,7 +1106,15 @@ class DynamoDbLedger:
             if ref != deletion.event_id
         ]
         units += [
-            [_key(pk, f"NODE#{_part(node.id)}"), _key(pk, f"{event_link}{_part(node.id)}")]
+            [
+                _key(pk, f"NODE#{_part(node.id)}"),
+                _key(pk, f"{event_link}{_part(node.id)}"),
+                *(
+                    [_key(pk, link[SK]["S"])]
+                    if (link := _assertion_link(pk, node)) is not None
+                    else []
+                ),
+            ]
             for node in deletion.nodes
         ]
         # The event, the journal record and its node references.

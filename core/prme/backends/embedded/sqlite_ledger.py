@@ -78,6 +78,9 @@ CREATE TABLE IF NOT EXISTS node_expiry (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, node_id TEXT NOT NULL, expires_at REAL NOT NULL,
     PRIMARY KEY (tenant, owner, node_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS node_expiry_by_time ON node_expiry (expires_at);
+CREATE INDEX IF NOT EXISTS nodes_by_assertion ON nodes (
+    tenant, owner, json_extract(body, '$.metadata.prme_extraction_v1.assertion_key'),
+    json_extract(body, '$.created_at'));
 CREATE TABLE IF NOT EXISTS edges (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL,
     target TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
@@ -539,6 +542,18 @@ class SqliteLedger:
                 self._parsed_nodes.clear()  # bounded; refills with what is read next
             self._parsed_nodes[body] = node
         return node
+
+    def list_assertion_nodes(
+        self, owner: OwnerKey, assertion_key: str, limit: int
+    ) -> list[MemoryNode]:
+        # The expression index `nodes_by_assertion` answers this without reading other nodes.
+        rows = self._query(
+            "SELECT id, body FROM nodes WHERE tenant=? AND owner=? AND "
+            "json_extract(body, '$.metadata.prme_extraction_v1.assertion_key')=? "
+            "ORDER BY json_extract(body, '$.created_at') DESC, id DESC LIMIT ?",
+            (owner.tenant_id, owner.owner_id, assertion_key, max(limit, 0)),
+        )
+        return load_readable(MemoryNode, "node", rows)
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         rows = self._query(

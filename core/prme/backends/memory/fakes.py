@@ -22,6 +22,7 @@ from prme.errors import (
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
+from prme.model.extraction import stored_assertion_key
 from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
@@ -243,6 +244,17 @@ class InMemoryLedger:
         self.node_reads_consistent.append(consistent)
         found = {nid: self.get_node(owner, nid) for nid in node_ids}
         return {nid: node for nid, node in found.items() if node is not None}
+
+    def list_assertion_nodes(
+        self, owner: OwnerKey, assertion_key: str, limit: int
+    ) -> list[MemoryNode]:
+        found = [
+            n
+            for n in self.nodes.values()
+            if _key(owner, n.tenant_id, n.owner_id)
+            and stored_assertion_key(n.metadata) == assertion_key
+        ]
+        return sorted(found, key=lambda n: (n.created_at, n.id), reverse=True)[: max(limit, 0)]
 
     def list_event_nodes(self, owner: OwnerKey, event_id: str) -> list[MemoryNode]:
         return sorted(

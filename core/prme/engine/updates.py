@@ -1,0 +1,123 @@
+"""Knowledge updates on ingest: which earlier claims a newly extracted claim supersedes.
+
+Candidates come from a bounded read by assertion key (subject + predicate family), never a
+scan of the owner's nodes; the supersedence itself is the lifecycle module's state change,
+committed by the extraction in the same change as its new nodes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from prme.engine.deps import EngineDeps
+from prme.engine.lifecycle import superseded_by
+from prme.model.enums import INACTIVE_LIFECYCLE_STATES
+from prme.model.extraction import (
+    SINGLE_VALUED_KEYS,
+    SUPERSEDES_KEY,
+    object_key,
+    stored_assertion_key,
+)
+from prme.model.records import EXTRACTION_METADATA_KEY, MemoryEdge, MemoryNode, OwnerKey
+
+# Earlier claims read per assertion key: enough for the active values of one fact, whose
+# superseded predecessors sort after them only when they are older.
+CANDIDATES_PER_KEY = 50
+
+
+@dataclass
+class SupersedencePlan:
+    """The node changes and edges that record which earlier claims the new ones replace."""
+
+    updates: list[tuple[MemoryNode, MemoryNode]] = field(default_factory=list)
+    edges: list[MemoryEdge] = field(default_factory=list)
+    # One entry per superseded node, for the extraction's journal record.
+    superseded: list[dict[str, str]] = field(default_factory=list)
+
+
+def _claim(node: MemoryNode) -> dict[str, Any]:
+    extracted = node.metadata.get(EXTRACTION_METADATA_KEY)
+    return extracted if isinstance(extracted, dict) else {}
+
+
+def _source_time(node: MemoryNode) -> datetime:
+    return node.event_time or node.created_at
+
+
+def replaces(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """True when claim `new` supersedes claim `old` of the same assertion key.
+
+    A negation withdraws the value it names (or, naming none, every value); an affirmed claim
+    replaces the value it says it replaces, and any other value of a single-valued fact
+    (where one lives, where one works). Without such a signal both values stand.
+    """
+    if old.get("polarity") == "negated":
+        return False  # a withdrawal holds no value that a later claim could replace
+    new_value = object_key(new.get("object"))
+    old_value = object_key(old.get("object"))
+    if new.get("polarity") == "negated":
+        return not new_value or new_value == old_value
+    if new_value == old_value:
+        return False  # the same value again: a repetition, not an update
+    if new.get("replaces_object") and object_key(new["replaces_object"]) == old_value:
+        return True
+    family = str(new.get("assertion_key", "")).rpartition("|")[2]
+    return family in SINGLE_VALUED_KEYS and bool(new_value)
+
+
+def plan_supersedences(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    claims: list[MemoryNode],
+    *,
+    evidence_id: str,
+    seed: uuid.UUID,
+    now: datetime,
+) -> SupersedencePlan:
+    """What the new claim nodes supersede among the owner's active claims in the same scope."""
+    plan = SupersedencePlan()
+    produced = {n.id for n in claims}
+    taken: set[str] = set()
+    for new in claims:
+        key = stored_assertion_key(new.metadata)
+        if key is None:
+            continue
+        for old in deps.ledger.list_assertion_nodes(owner, key, CANDIDATES_PER_KEY):
+            if (
+                old.id in produced
+                or old.id in taken
+                or old.scope is not new.scope
+                or old.lifecycle_state in INACTIVE_LIFECYCLE_STATES
+                # An older source arriving late does not overrule what was said after it.
+                or _source_time(old) > _source_time(new)
+                or not replaces(_claim(new), _claim(old))
+            ):
+                continue
+            taken.add(old.id)
+            valid_to = max(new.valid_from or now, old.valid_from or now)
+            updated, edge = superseded_by(
+                old,
+                new,
+                edge_id=str(uuid.uuid5(seed, f"supersedes:{old.id}")),
+                evidence_id=evidence_id,
+                now=now,
+                valid_to=valid_to,
+            )
+            plan.updates.append((old, updated))
+            plan.edges.append(edge)
+            plan.superseded.append(
+                {"old_node_id": old.id, "new_node_id": new.id, "edge_id": edge.id}
+            )
+    return plan
+
+
+def mark_superseding(node: MemoryNode, plan: SupersedencePlan) -> MemoryNode:
+    """`node` with the ids it supersedes in its claim metadata (`supersedes`), if any."""
+    replaced = [s["old_node_id"] for s in plan.superseded if s["new_node_id"] == node.id]
+    if not replaced:
+        return node
+    claim = {**_claim(node), SUPERSEDES_KEY: replaced}
+    return node.model_copy(update={"metadata": {**node.metadata, EXTRACTION_METADATA_KEY: claim}})
