@@ -123,6 +123,45 @@ def test_lifecycle_supersede_and_delete(client: MemoryClient, user: str) -> None
     assert client.get_stats(user_id=user).events == 1
 
 
+def test_conditions_and_contradictions(client: MemoryClient, user: str) -> None:
+    task = client.store(
+        "Pick Ana up at six",
+        epistemic_type="conditional",
+        metadata={"condition": "Ana's flight is booked"},
+        user_id=user,
+    )
+    assert task.node_id is not None
+    key = str(uuid.uuid4())
+    node = client.evaluate_condition(
+        task.node_id, "true", reason="Booked", idempotency_key=key, user_id=user
+    )
+    assert type(node) is schemas.NodeResponse
+    assert node.metadata["prme_condition_v1"]["state"] == "true"
+    assert (
+        client.evaluate_condition(
+            task.node_id, "true", reason="Booked", idempotency_key=key, user_id=user
+        )
+        == node
+    )
+    with pytest.raises(ConflictError):
+        client.evaluate_condition(task.node_id, "false", idempotency_key=key, user_id=user)
+    with pytest.raises(InvalidRequestError):
+        client.evaluate_condition(task.node_id, "maybe", user_id=user)
+
+    porto = client.store("Ana lives in Porto", user_id=user).node_id
+    lisbon = client.store("Ana lives in Lisbon", user_id=user).node_id
+    assert porto is not None and lisbon is not None
+    marked = client.mark_contradiction(porto, lisbon, user_id=user)
+    assert [(n.id, n.lifecycle_state) for n in marked] == [
+        (porto, "contested"),
+        (lisbon, "contested"),
+    ]
+    winner, loser = client.resolve_contradiction(lisbon, porto, user_id=user)
+    assert (winner.lifecycle_state, loser.lifecycle_state) == ("stable", "deprecated")
+    with pytest.raises(NotFoundError):
+        client.mark_contradiction(porto, str(uuid.uuid4()), user_id=user)
+
+
 def test_receipts_and_feedback(client: MemoryClient, user: str) -> None:
     stored = client.store("The ferry leaves at 07:40 from pier 3.", user_id=user)
     answer = client.retrieve("When does the ferry leave?", user_id=user)

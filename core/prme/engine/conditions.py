@@ -96,7 +96,7 @@ def evaluate_condition(
                 "node_id": node_id,
                 "from_state": previous.value if previous is not None else None,
                 "to_state": evaluation.state.value,
-                "evaluation_method": evaluation.evaluation_method,
+                "evaluation_method": request.evaluation_method.value,
                 "evidence_id": evidence_id,
                 "evaluated_at": evaluation.evaluated_at.isoformat()
                 if evaluation.evaluated_at
