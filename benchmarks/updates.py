@@ -66,8 +66,12 @@ SUPERSEDED = "superseded"
 ENTITY = "entity"
 
 
-def _stderr(message: str, end: str = "\n") -> None:
-    print(message, end=end, file=sys.stderr, flush=True)
+def _progress(message: str, *, done: bool) -> None:
+    """A counter rewritten in place on a terminal; only each run's last line elsewhere."""
+    if sys.stderr.isatty():
+        print(f"\r{message}", end="\n" if done else "", file=sys.stderr, flush=True)
+    elif done:
+        print(message, file=sys.stderr, flush=True)
 
 
 # -- the data ----------------------------------------------------------------------------
@@ -417,8 +421,8 @@ def main() -> None:
             runs.append([])
             for number, case in enumerate(cases, start=1):
                 runs[-1].append(run_case(client, case))
-                _stderr(f"\rrun {run}/{args.runs}: {number}/{len(cases)} cases", end="")
-        _stderr("")
+                message = f"run {run}/{args.runs}: {number}/{len(cases)} cases"
+                _progress(message, done=number == len(cases))
     scores = [score for run_scores in runs for score in run_scores]
     results: dict[str, Any] = {
         "benchmark": "updates",
