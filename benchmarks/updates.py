@@ -407,6 +407,8 @@ def main() -> None:
     parser.add_argument("--explain", action="store_true", help="print failed cases' top results")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    if args.runs < 1 or (args.cases is not None and args.cases < 1):
+        parser.error("--runs and --cases take a whole number of at least 1")
     out: Path = args.json or (
         DEFAULT_JSON.with_name("aws_updates.json") if args.backend == "aws" else DEFAULT_JSON
     )
