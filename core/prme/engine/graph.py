@@ -77,14 +77,14 @@ def get_node_neighborhood(
     frontier = [start.id]
     truncated = False
     for hop in range(1, max_hops + 1):
+        # One ledger read per hop, for the whole frontier.
+        inner = set(frontier)
         found: list[str] = []
-        for current in frontier:
-            for edge in deps.ledger.list_node_edges(owner, current):
-                other = (
-                    edge.target_node_id if edge.source_node_id == current else edge.source_node_id
-                )
-                if hops.get(other, hop) < hop:
-                    continue  # reached earlier, by a shorter path
+        for edge in deps.ledger.list_edges_touching(owner, frontier):
+            ends = (edge.source_node_id, edge.target_node_id)
+            for here, other in (ends, ends[::-1]):
+                if here not in inner or hops.get(other, hop) < hop:
+                    continue  # not from this hop, or reached earlier by a shorter path
                 if other not in hops:
                     if len(hops) - 1 >= MAX_NEIGHBORHOOD_NODES:
                         truncated = True
@@ -118,7 +118,7 @@ def _walk(
     current = start
     while True:
         following = None
-        for edge in deps.ledger.list_node_edges(owner, current):  # oldest first
+        for edge in deps.ledger.list_edges_touching(owner, [current]):  # oldest first
             if edge.edge_type == SUPERSEDES_EDGE:
                 following = step(current, edge)
                 if following is not None:
