@@ -21,15 +21,17 @@ from prme.model.graph import (
     NodeProvenance,
     OperationEntry,
     is_history_position,
+    referenced_node_ids,
 )
 from prme.model.records import JournalRecord, MemoryEdge, MemoryNode, OwnerKey
 
 
-def _intact(record: JournalRecord, owner: OwnerKey) -> bool:
-    """Whether the record passes its checksum and sits in this owner's journal: a failing one
-    is still listed (the history says it is there), flagged instead of trusted."""
+def _intact(record: JournalRecord, owner: OwnerKey, node_id: str) -> bool:
+    """Whether the record passes its checksum, sits in this owner's journal and names this
+    node (a record swapped in under the reference of another names other nodes): a failing
+    one is still listed (the history says it is there), flagged instead of trusted."""
     placed = record.tenant_id == owner.tenant_id and record.owner_id == owner.owner_id
-    return placed and record.verify()
+    return placed and record.verify() and node_id in referenced_node_ids(record)
 
 
 def get_node_provenance(
@@ -58,7 +60,7 @@ def get_node_provenance(
         node=node,
         evidence=tuple(events[ref] for ref in refs if ref in events),
         missing_evidence=tuple(ref for ref in refs if ref not in events),
-        operations=tuple(OperationEntry(r, _intact(r, owner)) for r in page.records),
+        operations=tuple(OperationEntry(r, _intact(r, owner, node.id)) for r in page.records),
         next_cursor=page.next_position,
     )
 
