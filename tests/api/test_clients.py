@@ -307,6 +307,7 @@ def test_usage_is_read_with_a_range_on_both(client: MemoryClient, user: str) -> 
 def test_graph_reads_are_the_same_on_both(client: MemoryClient, user: str) -> None:
     old = client.store("My desk is on floor 2", user_id=user)
     new = client.store("My desk moved to floor 5", user_id=user)
+    assert old.node_id is not None and new.node_id is not None
     client.supersede(old.node_id, new.node_id, user_id=user)
 
     first = client.get_node_provenance(old.node_id, operation_limit=1, user_id=user)
