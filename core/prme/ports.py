@@ -265,6 +265,11 @@ class Ledger(Protocol):
         the owner's whole journal. A reference whose record is gone is skipped."""
         ...
 
+    def list_edges_touching(self, owner: OwnerKey, node_ids: Sequence[str]) -> list[MemoryEdge]:
+        """Edges that start or end at any of `node_ids`, oldest first: one hop of a graph
+        walk in one read where the store allows (DynamoDB reads the owner's edges once)."""
+        ...
+
 
 class CredentialStore(Protocol):
     """Hashed API keys. Lookups by hash span tenants: the key itself says whose it is."""

@@ -23,7 +23,7 @@ from prme.errors import (
     NotFoundError,
     OperationNotServedError,
 )
-from prme.http import judgment_schemas, schemas
+from prme.http import graph_schemas, judgment_schemas, schemas
 from prme.model import erasure, feedback, listings
 from prme.settings import Settings
 from tests.harness.live_server import LiveServer, flaky_relay, live_server
@@ -341,3 +341,28 @@ def test_usage_is_read_with_a_range_on_both(client: MemoryClient, user: str) -> 
     )
     assert [(t.kind, t.operations, t.units.records) for t in report.totals] == [("store", 1, 1)]
     assert report.user_id == user
+
+
+def test_graph_reads_are_the_same_on_both(client: MemoryClient, user: str) -> None:
+    old = client.store("My desk is on floor 2", user_id=user)
+    new = client.store("My desk moved to floor 5", user_id=user)
+    assert old.node_id is not None and new.node_id is not None
+    client.supersede(old.node_id, new.node_id, user_id=user)
+
+    first = client.get_node_provenance(old.node_id, operation_limit=1, user_id=user)
+    assert type(first) is graph_schemas.NodeProvenanceResponse
+    assert first.evidence[0].event_id == old.event_id
+    assert first.next_operation_cursor is not None
+    rest = client.get_node_provenance(
+        old.node_id, operation_cursor=first.next_operation_cursor, user_id=user
+    )
+    operations = [o.operation for o in first.operations + rest.operations]
+    assert sorted(operations) == ["direct_store", "supersede"]
+    near = client.get_node_neighborhood(new.node_id, max_hops=1, user_id=user)
+    assert [n.node.id for n in near.neighbors] == [old.node_id]
+    chain = client.get_node_chain(new.node_id, direction="backward", user_id=user)
+    assert [n.id for n in chain.nodes] == [new.node_id, old.node_id]
+    with pytest.raises(InvalidRequestError):
+        client.get_node_provenance(old.node_id, operation_limit=0, user_id=user)
+    with pytest.raises(NotFoundError):
+        client.get_node_chain(str(uuid.uuid4()), user_id=user)

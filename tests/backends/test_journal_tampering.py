@@ -226,3 +226,32 @@ def test_records_written_before_full_checksums_still_verify(api: Api) -> None:
 
     change_payload(raw, record_id, "")
     assert refused(api.client.get(path, headers=api.alice))
+
+
+@pytest.mark.parametrize("tamper", ["payload", "swapped_records"])
+def test_a_tampered_operation_stays_in_a_nodes_history_flagged_unverified(
+    api: Api, tamper: str
+) -> None:
+    c = api.client
+    nodes = [
+        c.post("/v1/store", json={"content": text}, headers=api.alice).json()["node_id"]
+        for text in ("Alice sits by the window", "Alice takes the 8:15 train")
+    ]
+    moves = []
+    for node in nodes:
+        assert c.put(f"/v1/nodes/{node}/promote", headers=api.alice).status_code == 200
+        history = c.get(f"/v1/nodes/{node}/provenance", headers=api.alice).json()
+        [move] = [o for o in history["operations"] if o["operation"] == "node_promote"]
+        moves.append(move["record_id"])
+    raw = RawJournal(api, ALICE)
+    if tamper == "payload":
+        body = raw.read(moves[0])
+        body["payload"]["to_state"] = "archived"
+        raw.write(moves[0], body)
+    else:
+        swap_records(raw, *moves)
+
+    history = c.get(f"/v1/nodes/{nodes[0]}/provenance", headers=api.alice)
+    assert history.status_code == 200, history.text
+    verified = {o["operation"]: o["verified"] for o in history.json()["operations"]}
+    assert verified == {"direct_store": True, "node_promote": False}

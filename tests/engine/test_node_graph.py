@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from prme.engine import graph
 from prme.errors import InvalidRequestError, NotFoundError
 from prme.model.inputs import IngestInput, RetrieveInput, StoreInput
 from prme.model.records import JournalRecord, MemoryEdge, NodeChange, OwnerKey
@@ -200,3 +201,21 @@ def test_chain_stops_at_a_supersedence_cycle(any_backend: Harness) -> None:
     assert not forward.truncated
     both = h.engine.get_node_chain(ALICE, a, direction="both")
     assert sorted(n.id for n in both.nodes) == sorted([a, b])
+
+
+def test_reads_stop_at_their_node_limits_and_say_so(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = harness
+    monkeypatch.setattr(graph, "MAX_NEIGHBORHOOD_NODES", 2)
+    monkeypatch.setattr(graph, "MAX_CHAIN_NODES", 2)
+    hub, *spokes = (store(h, f"node {n}").node_id for n in range(4))
+    _link(h, [("relates_to", hub, spoke) for spoke in spokes])
+    near = h.engine.get_node_neighborhood(ALICE, hub, max_hops=1)
+    assert len(near.neighbors) == 2 and near.truncated
+    oldest, middle, newest = spokes
+    h.engine.supersede(ALICE, old_node_id=oldest, new_node_id=middle)
+    h.engine.supersede(ALICE, old_node_id=middle, new_node_id=newest)
+    chain = h.engine.get_node_chain(ALICE, oldest)
+    assert [n.id for n in chain.nodes] == [oldest, middle] and chain.truncated
+    assert not h.engine.get_node_chain(ALICE, middle).truncated

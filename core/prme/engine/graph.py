@@ -21,15 +21,17 @@ from prme.model.graph import (
     NodeProvenance,
     OperationEntry,
     is_history_position,
+    referenced_node_ids,
 )
 from prme.model.records import JournalRecord, MemoryEdge, MemoryNode, OwnerKey
 
 
-def _intact(record: JournalRecord, owner: OwnerKey) -> bool:
-    """Whether the record passes its checksum and sits in this owner's journal: a failing one
-    is still listed (the history says it is there), flagged instead of trusted."""
+def _intact(record: JournalRecord, owner: OwnerKey, node_id: str) -> bool:
+    """Whether the record passes its checksum, sits in this owner's journal and names this
+    node (a record swapped in under the reference of another names other nodes): a failing
+    one is still listed (the history says it is there), flagged instead of trusted."""
     placed = record.tenant_id == owner.tenant_id and record.owner_id == owner.owner_id
-    return placed and record.verify()
+    return placed and record.verify() and node_id in referenced_node_ids(record)
 
 
 def get_node_provenance(
@@ -58,7 +60,7 @@ def get_node_provenance(
         node=node,
         evidence=tuple(events[ref] for ref in refs if ref in events),
         missing_evidence=tuple(ref for ref in refs if ref not in events),
-        operations=tuple(OperationEntry(r, _intact(r, owner)) for r in page.records),
+        operations=tuple(OperationEntry(r, _intact(r, owner, node.id)) for r in page.records),
         next_cursor=page.next_position,
     )
 
@@ -77,14 +79,14 @@ def get_node_neighborhood(
     frontier = [start.id]
     truncated = False
     for hop in range(1, max_hops + 1):
+        # One ledger read per hop, for the whole frontier.
+        inner = set(frontier)
         found: list[str] = []
-        for current in frontier:
-            for edge in deps.ledger.list_node_edges(owner, current):
-                other = (
-                    edge.target_node_id if edge.source_node_id == current else edge.source_node_id
-                )
-                if hops.get(other, hop) < hop:
-                    continue  # reached earlier, by a shorter path
+        for edge in deps.ledger.list_edges_touching(owner, frontier):
+            ends = (edge.source_node_id, edge.target_node_id)
+            for here, other in (ends, ends[::-1]):
+                if here not in inner or hops.get(other, hop) < hop:
+                    continue  # not from this hop, or reached earlier by a shorter path
                 if other not in hops:
                     if len(hops) - 1 >= MAX_NEIGHBORHOOD_NODES:
                         truncated = True
@@ -118,7 +120,7 @@ def _walk(
     current = start
     while True:
         following = None
-        for edge in deps.ledger.list_node_edges(owner, current):  # oldest first
+        for edge in deps.ledger.list_edges_touching(owner, [current]):  # oldest first
             if edge.edge_type == SUPERSEDES_EDGE:
                 following = step(current, edge)
                 if following is not None:

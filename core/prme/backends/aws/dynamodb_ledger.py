@@ -1042,6 +1042,17 @@ class DynamoDbLedger:
             key=lambda e: (e.created_at, e.id),
         )
 
+    def list_edges_touching(self, owner: OwnerKey, node_ids: Sequence[str]) -> list[MemoryEdge]:
+        # One Query of the owner's edge items for the whole set, as list_node_edges does for one.
+        wanted = set(node_ids)
+        edges = load_readable(
+            MemoryEdge, "edge", map(_stored, self._query_prefix(_pk_of(owner), "EDGE#"))
+        )
+        return sorted(
+            (e for e in edges if wanted & {e.source_node_id, e.target_node_id}),
+            key=lambda e: (e.created_at, e.id),
+        )
+
     def list_nodes_page(
         self, owner: OwnerKey, *, after_id: str | None, limit: int
     ) -> tuple[list[MemoryNode], str | None]:

@@ -672,6 +672,22 @@ class SqliteLedger:
         edges = load_readable(MemoryEdge, "edge", rows)
         return sorted(edges, key=lambda e: (e.created_at, e.id))
 
+    def list_edges_touching(self, owner: OwnerKey, node_ids: Sequence[str]) -> list[MemoryEdge]:
+        unique = list(dict.fromkeys(node_ids))
+        rows: list[tuple[str, str]] = []
+        for start in range(0, len(unique), 400):
+            chunk = unique[start : start + 400]
+            marks = ",".join("?" * len(chunk))
+            found = self._query(
+                # Only placeholders are interpolated; both columns are indexed.
+                f"SELECT id, body FROM edges WHERE tenant=? AND owner=? AND source IN ({marks}) "  # noqa: S608
+                f"UNION SELECT id, body FROM edges WHERE tenant=? AND owner=? AND target IN ({marks})",
+                (owner.tenant_id, owner.owner_id, *chunk) * 2,
+            )
+            rows += [(edge_id, body) for edge_id, body in found]
+        edges = {e.id: e for e in load_readable(MemoryEdge, "edge", rows)}
+        return sorted(edges.values(), key=lambda e: (e.created_at, e.id))
+
     def list_nodes_page(
         self, owner: OwnerKey, *, after_id: str | None, limit: int
     ) -> tuple[list[MemoryNode], str | None]:

@@ -356,6 +356,19 @@ class InMemoryLedger:
                 key=lambda e: (e.created_at, e.id),
             )
 
+    def list_edges_touching(self, owner: OwnerKey, node_ids: Sequence[str]) -> list[MemoryEdge]:
+        wanted = set(node_ids)
+        with self._lock:
+            return sorted(
+                (
+                    e
+                    for e in self.edges.values()
+                    if _key(owner, e.tenant_id, e.owner_id)
+                    and wanted & {e.source_node_id, e.target_node_id}
+                ),
+                key=lambda e: (e.created_at, e.id),
+            )
+
     def list_nodes_page(
         self, owner: OwnerKey, *, after_id: str | None, limit: int
     ) -> tuple[list[MemoryNode], str | None]:
