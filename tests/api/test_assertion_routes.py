@@ -3,6 +3,7 @@ owners, tenants, and the 4xx rules."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -10,10 +11,15 @@ import pytest
 from mcp.client.client import Client
 from mcp_types import CallToolResult
 
+from prme.client import MemoryClient
 from prme.engine.identity import Principal
 from prme.engine.service import MemoryEngine
+from prme.errors import InvalidRequestError
 from prme.mcp.server import build_mcp_server
+from prme.model.assertions import AssertionAggregation, AssertionState
+from prme.settings import Settings
 from tests.harness.http import TENANT, Api
+from tests.harness.live_server import live_server
 
 AGGREGATE = "/v1/assertions/aggregate"
 STATE = "/v1/assertions/state"
@@ -171,3 +177,25 @@ def test_mcp_tools_through_the_sdk(seeded: Api) -> None:
             assert foreign.is_error and payload(foreign)["error"]["status"] == 403
 
     anyio.run(main)
+
+
+@pytest.mark.slow
+def test_local_and_remote_clients_answer_alike(tmp_path: Path) -> None:
+    """Both client methods in a directory and against `prme serve`: same models, same values,
+    and a dict query rejected before anything is sent."""
+    answers: list[tuple[Any, ...]] = []
+    with live_server(tmp_path / "served") as server:
+        remote = MemoryClient(server.url, api_key=server.operator_key)
+        local = MemoryClient(tmp_path / "memory", settings=Settings(embedder="hashing"))
+        for memory, user in ((local, None), (remote, "dana")):
+            with memory:
+                for text in ("I live in Lisbon.", "I live in Berlin."):
+                    memory.ingest(text, user_id=user, wait_for_extraction=True)
+                counted = memory.aggregate_assertions({"group_by": ["object"]}, user_id=user)
+                fact = memory.get_assertion_state(LIVE, user_id=user)
+                assert isinstance(counted, AssertionAggregation)
+                assert isinstance(fact, AssertionState)
+                answers.append((counts(counted.model_dump()), fact.status, fact.candidate_count))
+                with pytest.raises(InvalidRequestError):
+                    memory.get_assertion_state({"subject": "I"}, user_id=user)
+    assert answers[0] == answers[1] == ({"in berlin": 1, "in lisbon": 1}, "ambiguous", 2)
