@@ -51,6 +51,7 @@ FULL_TOOLS = {
     "memory_review_alias_proposal",
     "memory_aggregate_quantities",
     "memory_resolve_tool_arguments",
+    "memory_get_event_extraction",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {
