@@ -59,6 +59,7 @@ FULL_TOOLS = {
     "memory_get_chain",
     "memory_aggregate_assertions",
     "memory_get_assertion_state",
+    "memory_get_event_extraction",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {

@@ -204,3 +204,33 @@ def test_the_current_value_ranks_first_for_a_question_about_now(any_backend: Har
 
     assert hits.results[0].node_id == berlin.id
     assert berlin.metadata[CLAIM]["supersedes"]
+
+
+def test_a_long_message_with_many_updates_fits_one_commit(any_backend: Harness) -> None:
+    h = any_backend
+    facts = ["I live in Lisbon.", "I work at Acme."] + [
+        f"My favourite {thing} is {value}."
+        for thing, value in [
+            ("colour", "blue"),
+            ("food", "sushi"),
+            ("band", "Muse"),
+            ("sport", "tennis"),
+        ]
+    ]
+    for fact in facts:
+        say(h, fact)
+    updates = [
+        "I moved from Lisbon to Berlin.",
+        "I left Acme and joined Siemens.",
+        "My favourite colour is green.",
+        "My favourite food is ramen.",
+        "My favourite band is Blur.",
+        "My favourite sport is cricket.",
+    ]
+    filler = [f"Zoe {i} paid ${i}0 for Berlin tickets in May." for i in range(1, 30)]
+
+    long_note = say(h, " ".join(updates + filler))
+
+    record = extraction_record(h, long_note.evidence_refs[0])
+    assert len(record.payload["superseded"]) == 5  # the most one commit takes
+    assert len(record.payload["node_ids"]) == 20

@@ -38,7 +38,9 @@ def only_claim(text: str) -> ExtractedClaim:
             "New York",
             "affirmed",
         ),
-        ("We moved to Berlin in 2023.", "we|lives_in", "berlin", None, "affirmed"),
+        # "We moved": the speaker's household, so the speaker's home.
+        ("We moved to Berlin in 2023.", "i|lives_in", "berlin", None, "affirmed"),
+        ("I'm in Kyoto now, moved last weekend.", "i|lives_in", "kyoto", None, "affirmed"),
         ("I now live in Berlin.", "i|lives_in", "berlin", None, "affirmed"),
         ("I now work at Siemens.", "i|works_at", "siemens", None, "affirmed"),
         ("I'm now at Siemens.", "i|works_at", "siemens", None, "affirmed"),

@@ -49,6 +49,9 @@ class ScoringConfig(BaseModel):
     # For a question about the present, a claim that superseded an earlier value on ingest
     # ("I moved from Lisbon to Berlin") scores this much more than it would.
     current_value_boost: float = Field(default=1.0, ge=0.0, le=10.0)
+    # A record worded as a correction ("Actually it's ...", "I meant ...") scores this much more
+    # for any query: it exists to replace what was said before it.
+    correction_boost: float = Field(default=1.0, ge=0.0, le=10.0)
 
 
 class PackingConfig(BaseModel):

@@ -5,6 +5,7 @@ supersedes, in one change; a failed attempt is retried under the work retry rule
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -54,11 +55,15 @@ from prme.model.records import (
 from prme.model.usage import UsageUnits
 
 EXTRACTION_JOURNAL = "extraction"
-# Nodes (two writes each with their event link), edges, journal and work fit one transaction.
-MAX_ARTIFACT_NODES = 30
-MAX_ARTIFACT_EDGES = 20
+# One change must fit one DynamoDB transaction (100 writes): nodes (up to three writes each:
+# the node, its event link, its assertion-key link), edges, supersedences (the old node, the
+# edge, its index work), the note that takes a claim (two), the journal and the work items.
+MAX_ARTIFACT_NODES = 20
+MAX_ARTIFACT_EDGES = 16
+MAX_SUPERSEDED = 5
 # The journal keeps the validated extraction; longer lists are cut (and marked) to fit a record.
-MAX_SAVED_ARTIFACTS = 40
+MAX_SAVED_ARTIFACTS = 20
+MAX_SAVED_CHARACTERS = 100_000
 # A change whose updated nodes moved on since they were read is built and tried again.
 _COMMIT_ATTEMPTS = 3
 
@@ -146,6 +151,10 @@ def _commit(
     claims = [n for n in nodes if _is_claim(n)]
     annotated: list[str] = []
     note = _source_note(deps, owner, event, item) if records.note_claim is not None else None
+    if records.note_claim is not None and note is None:
+        # The note changed since it was chosen to carry the claim: the next attempt decides
+        # again (and, without a usable note, stores the claim as a node of its own).
+        raise ConflictError("The source's note changed")
     if note is not None and records.note_claim is not None:
         # The claim states the whole source: the source's own note carries it, so the same
         # sentence is not stored twice.
@@ -158,7 +167,9 @@ def _commit(
         updates.append((note, claimed))
         claims.append(claimed)
         annotated.append(note.id)
-    plan = plan_supersedences(deps, owner, claims, evidence_id=event.id, seed=seed, now=now)
+    plan = plan_supersedences(
+        deps, owner, claims, evidence_id=event.id, seed=seed, now=now, limit=MAX_SUPERSEDED
+    )
     # A claim that replaced earlier ones says so in its metadata: retrieval reads it as the
     # current value of its fact (ranked first for a question about the present).
     nodes = [mark_superseding(n, plan) for n in nodes]
@@ -244,6 +255,11 @@ def _saved_extraction(extraction: Extraction) -> dict[str, Any]:
         if len(dump[name]) > MAX_SAVED_ARTIFACTS:
             dump[name] = dump[name][:MAX_SAVED_ARTIFACTS]
             dump["truncated"] = True
+    # Quotes repeat whole sentences: a record of long ones keeps its claims alone.
+    if len(json.dumps(dump)) > MAX_SAVED_CHARACTERS:
+        dump = {**dump, "entities": [], "quantities": [], "relationships": [], "truncated": True}
+        while dump["claims"] and len(json.dumps(dump)) > MAX_SAVED_CHARACTERS:
+            dump["claims"] = dump["claims"][:-1]
     return dump
 
 

@@ -26,6 +26,7 @@ from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, Memor
 from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
 from prme.retrieval.fusion import (
+    CORRECTION,
     CURRENT_VALUE,
     FusedCandidate,
     FusionConfig,
@@ -59,6 +60,7 @@ from prme.retrieval.results import (
     RetrievalResponse,
     RetrievalResult,
 )
+from prme.retrieval.update_wording import worded_as_change, worded_as_correction
 from prme.retrieval.value_bindings import bindings_from_metadata, visible_bindings
 
 VECTOR_FAILURE = "VECTOR"
@@ -158,6 +160,17 @@ def gather_candidates(
     )
 
 
+def _update_features(node: MemoryNode) -> dict[str, float]:
+    """A claim that superseded an earlier value is the current one; a record worded as a
+    change ("I moved to", "no longer") likely is."""
+    features = {CORRECTION: 1.0} if worded_as_correction(node.content) else {}
+    if states_current_value(node.metadata):
+        features[CURRENT_VALUE] = 1.0
+    elif worded_as_change(node.content):
+        features[CURRENT_VALUE] = 0.5
+    return features
+
+
 def retrieve_memories(
     deps: EngineDeps,
     owner: OwnerKey,
@@ -204,6 +217,7 @@ def retrieve_memories(
         session_neighbour_weight=config.scoring.session_neighbour_weight,
         session_neighbour_span=config.scoring.session_neighbour_span,
         current_value_boost=config.scoring.current_value_boost,
+        correction_boost=config.scoring.correction_boost,
     )
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
@@ -215,7 +229,7 @@ def retrieve_memories(
                 candidates.ranks[nid],
                 node.effective_time.timestamp(),
                 query_features(node.speaker, node.effective_time, named, periods)
-                | ({CURRENT_VALUE: 1.0} if states_current_value(node.metadata) else {}),
+                | _update_features(node),
                 node.session_id,
             )
             for nid, node in candidates.nodes.items()

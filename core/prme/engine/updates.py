@@ -76,8 +76,10 @@ def plan_supersedences(
     evidence_id: str,
     seed: uuid.UUID,
     now: datetime,
+    limit: int,
 ) -> SupersedencePlan:
-    """What the new claim nodes supersede among the owner's active claims in the same scope."""
+    """What the new claim nodes supersede among the owner's active claims in the same scope;
+    at most `limit` of them (newest first), so the change fits one transaction."""
     plan = SupersedencePlan()
     produced = {n.id for n in claims}
     taken: set[str] = set()
@@ -96,6 +98,8 @@ def plan_supersedences(
                 or not replaces(_claim(new), _claim(old))
             ):
                 continue
+            if len(taken) >= limit:
+                return plan
             taken.add(old.id)
             valid_to = max(new.valid_from or now, old.valid_from or now)
             updated, edge = superseded_by(

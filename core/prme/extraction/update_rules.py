@@ -76,6 +76,10 @@ def _now_at(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed",
     return _label("now", m["verb"]), m["new"], None, "affirmed"
 
 
+def _now_in(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed", "negated"]]:
+    return "now_in", m["new"], None, "affirmed"
+
+
 def _joined(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed", "negated"]]:
     return _label(m["verb"]), m["new"], m["old"], "affirmed"
 
@@ -141,6 +145,10 @@ _WORDINGS: tuple[tuple[re.Pattern[str], _Builder], ...] = (
         _now_at,
     ),
     (
+        re.compile(rf"(?:\bam|['’]m)\s+in\s+{_value('new')}\s+now\b"),
+        _now_in,
+    ),
+    (
         re.compile(rf"\b(?P<neg>no\s+longer)\s+{_VERB}\s+{_PREPOSITION}{_value('obj')}{_END}"),
         _negated,
     ),
@@ -165,7 +173,8 @@ def _subject(prefix: str) -> str | None:
         return None
     for word in reversed(words):
         if word.group().casefold() in _PRONOUNS:
-            return head[word.start() : words[-1].end()]
+            # "We packed up and moved": the pronoun alone is the subject.
+            return word.group()
     return head[words[0].start() : words[-1].end()]
 
 

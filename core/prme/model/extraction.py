@@ -151,6 +151,8 @@ def predicate_key(predicate: str, obj: str | None = None) -> str:
     verb = content[0] if content else ""
     if not content and {"now", "at"} <= set(words):
         return WORKS_AT  # "I'm now at Siemens"
+    if not content and {"now", "in"} <= set(words):
+        return LIVES_IN  # "I'm in Kyoto now"
     if verb in _LIVE:
         return LIVES_IN
     if verb in _MOVE and prepositions & {"to", "from"}:
@@ -173,6 +175,9 @@ def assertion_key(subject: str, predicate: str, obj: str | None = None) -> str:
     ):
         # "My favourite colour is green": the subject names the fact, the verb says nothing.
         family = FAVOURITE
+    if family == LIVES_IN and normalized == "we":
+        # "We moved to Milan": the speaker's household, the speaker's home.
+        normalized = "i"
     return f"{normalized}|{family}"
 
 

@@ -24,6 +24,8 @@ SPEAKER_NAMED = "speaker_named"
 TIME_MENTIONED = "time_mentioned"
 # The candidate is a claim that superseded an earlier value of its fact on ingest.
 CURRENT_VALUE = "current_value"
+# The candidate corrects something said before ("Actually it's ...", "I meant ...").
+CORRECTION = "correction"
 
 
 class FusionConfig(BaseModel):
@@ -68,6 +70,11 @@ class FusionConfig(BaseModel):
         default=0.0,
         description="When current_state is true, a claim that superseded an earlier value of "
         "its fact scores (1 + boost) times as much (0 disables)",
+    )
+    correction_boost: float = Field(
+        default=0.0,
+        description="A record worded as a correction of something said before scores "
+        "(1 + boost) times as much, whatever the query (0 disables)",
     )
 
 
@@ -147,9 +154,12 @@ FUSION_STEPS: tuple[FusionStep, ...] = (
     FusionStep(
         "current_value_boost",
         lambda config: config.current_state and config.current_value_boost > 0,
-        lambda fused, config: _apply_feature_boost(
-            fused, CURRENT_VALUE, config.current_value_boost
-        ),
+        lambda fused, config: _apply_graded_boost(fused, CURRENT_VALUE, config.current_value_boost),
+    ),
+    FusionStep(
+        "correction_boost",
+        lambda config: config.correction_boost > 0,
+        lambda fused, config: _apply_feature_boost(fused, CORRECTION, config.correction_boost),
     ),
 )
 
@@ -250,6 +260,16 @@ def _add_session_neighbours(fused: list[FusedCandidate], weight: float, span: in
         candidate.adjustments.append(
             {"op": "session_neighbour", "neighbour": neighbour_id, "term": term}
         )
+
+
+def _apply_graded_boost(fused: list[FusedCandidate], feature: str, boost: float) -> None:
+    """Candidates score `1 + boost * strength` times as much, `strength` the feature's value."""
+    for candidate in fused:
+        strength = candidate.features.get(feature, 0.0)
+        if strength > 0:
+            factor = 1.0 + boost * strength
+            candidate.score *= factor
+            candidate.adjustments.append({"op": feature, "coefficient": factor})
 
 
 def _apply_recency_boost(fused: list[FusedCandidate], boost: float) -> None:

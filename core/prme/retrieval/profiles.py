@@ -100,6 +100,13 @@ TECHNIQUES: tuple[Technique, ...] = (
         acts_in="retrieval/fusion.py step current_value_boost",
         off={"scoring.current_value_boost": 0.0},
     ),
+    Technique(
+        name="correction_boost",
+        does="a record worded as a correction of something said before scores (1 + boost) "
+        "times as much, whatever the query",
+        acts_in="retrieval/fusion.py step correction_boost",
+        off={"scoring.correction_boost": 0.0},
+    ),
 )
 
 # The techniques each profile turns on.
