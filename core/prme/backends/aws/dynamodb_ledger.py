@@ -100,13 +100,26 @@ _ERASED_PREFIXES = (
 )
 
 
+# Sort keys hold at most 1,024 bytes: an assertion key longer than this (a long subject in a
+# script of multi-byte letters) is named by its digest, which never contains the `|` every
+# readable key has, so the two forms cannot collide.
+_ASSERTION_PART_BYTES = 600
+
+
+def _assertion_part(assertion_key: str) -> str:
+    part = _part(assertion_key)
+    if len(part.encode()) <= _ASSERTION_PART_BYTES:
+        return part
+    return "sha256=" + hashlib.sha256(assertion_key.encode()).hexdigest()
+
+
 def _assertion_link(pk: str, node: MemoryNode) -> Item | None:
     """The item that finds an extracted claim by its assertion key, newest first by sort key."""
     key = stored_assertion_key(node.metadata)
     if key is None:
         return None
     return {
-        **_key(pk, f"ASSERT#{_part(key)}#{_sortable(node.created_at)}#{_part(node.id)}"),
+        **_key(pk, f"ASSERT#{_assertion_part(key)}#{_sortable(node.created_at)}#{_part(node.id)}"),
         "kind": {"S": "assertion_node"},
         "assertion_key": {"S": key},
         "node_id": {"S": node.id},
@@ -635,7 +648,7 @@ class DynamoDbLedger:
     ) -> list[MemoryNode]:
         if limit <= 0:
             return []
-        prefix = f"ASSERT#{_part(assertion_key)}#"
+        prefix = f"ASSERT#{_assertion_part(assertion_key)}#"
         links = self._query_items(
             limit=limit,
             KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
