@@ -97,7 +97,7 @@ def _run_one(deps: EngineDeps, owner: OwnerKey, item: WorkItem) -> WorkFailure |
     if index_nodes(deps, records.nodes) is not None:
         # Extraction reports a down embedder as a down index, under its own spelling.
         return _record_failure(deps, item, WorkFailure.EXTRACTION_INDEX_UNAVAILABLE)
-    journal_id = str(uuid.uuid5(uuid.UUID(item.id), "journal"))
+    journal_id = _journal_id(item)
     for _ in range(_COMMIT_ATTEMPTS):
         try:
             work = _commit(
@@ -224,6 +224,21 @@ def _commit(
     return tuple(zip(index_work, superseded, strict=True))
 
 
+def _journal_id(item: WorkItem) -> str:
+    return str(uuid.uuid5(uuid.UUID(item.id), "journal"))
+
+
+def extraction_record_ids(deps: EngineDeps, owner: OwnerKey, work: list[WorkItem]) -> list[str]:
+    """The saved extraction records of an event's extraction work. Deleting the event removes
+    them with it: each holds the validated extraction, the source's sentences verbatim."""
+    ids = [_journal_id(item) for item in work if item.kind is WorkKind.EXTRACT]
+    return [
+        i
+        for i in ids
+        if (r := deps.ledger.get_journal(owner, i)) and r.operation == EXTRACTION_JOURNAL
+    ]
+
+
 def _is_claim(node: MemoryNode) -> bool:
     extracted = node.metadata.get(EXTRACTION_METADATA_KEY)
     return isinstance(extracted, dict) and extracted.get("kind") == "claim"
@@ -271,7 +286,7 @@ def saved_extraction(deps: EngineDeps, owner: OwnerKey, event_id: str) -> SavedE
     for item in deps.ledger.list_event_work(owner, event_id):
         if item.kind is not WorkKind.EXTRACT:
             continue
-        record = deps.ledger.get_journal(owner, str(uuid.uuid5(uuid.UUID(item.id), "journal")))
+        record = deps.ledger.get_journal(owner, _journal_id(item))
         if record is None or record.operation != EXTRACTION_JOURNAL:
             continue
         payload = record.payload

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from prme.engine.aliases import proposal_records_naming
 from prme.engine.deps import EngineDeps
+from prme.engine.extraction import extraction_record_ids
 from prme.engine.journal import read_journal
 from prme.errors import ConflictError, CorruptRecordError, InvalidRequestError, NotFoundError
 from prme.model.aliases import ALIAS_PROPOSAL_PREFIX
@@ -176,7 +177,7 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
                 edges=list(edges.values()),
                 work=work,
                 journal=journal,
-                removed_journal_ids=proposals,
+                removed_journal_ids=[*proposals, *extraction_record_ids(deps, owner, work)],
             )
         )
     return _finish_deletion(deps, owner, record_id)
