@@ -3,9 +3,13 @@ the largest extraction commit, on every backend."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 from prme.model.enums import LifecycleState
 from prme.model.extraction import stored_assertion_key
-from prme.model.records import MemoryNode
+from prme.model.inputs import IngestInput
+from prme.model.records import MemoryNode, NodeChange
 from tests.engine.test_ingest_updates import say
 from tests.harness.engines import ALICE, Harness
 
@@ -30,3 +34,60 @@ def test_a_subject_whose_key_outgrows_a_sort_key_still_extracts_and_supersedes(
     assert h.ledger.get_node(ALICE, old.id).lifecycle_state is LifecycleState.SUPERSEDED  # type: ignore[union-attr]
     assert _claims(h, second)
 
+
+def test_two_ingests_racing_to_supersede_one_claim_supersede_it_once(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    lisbon = say(h, "I live in Lisbon.")
+    h.clock.advance(minutes=1)
+    # Both extractions plan against Lisbon before either commits.
+    barrier = threading.Barrier(2, timeout=30)
+    waited: set[int] = set()
+    commit = h.ledger.commit_node_change
+    commits: list[NodeChange] = []
+
+    def racing_commit(change: NodeChange) -> None:
+        commits.append(change)
+        if threading.get_ident() not in waited:
+            waited.add(threading.get_ident())
+            barrier.wait()
+        commit(change)
+
+    h.ledger.commit_node_change = racing_commit  # type: ignore[method-assign]
+
+    def ingest(text: str) -> str:
+        result = h.engine.ingest(
+            ALICE, IngestInput.model_validate({"content": text, "wait_for_extraction": True})
+        )
+        assert result.node_id is not None
+        return result.node_id
+
+    with ThreadPoolExecutor(2) as pool:
+        madrid_id, berlin_id = pool.map(ingest, ["I moved to Madrid.", "I moved to Berlin."])
+    h.ledger.commit_node_change = commit  # type: ignore[method-assign]
+    assert len(commits) >= 3, "one extraction met the other's commit and planned again"
+
+    old = h.ledger.get_node(ALICE, lisbon.id)
+    assert old is not None and old.lifecycle_state is LifecycleState.SUPERSEDED
+    edges = [e for e in h.ledger.list_node_edges(ALICE, lisbon.id) if e.edge_type == "supersedes"]
+    assert len(edges) == 1
+    recorded = [
+        s
+        for note_id in (madrid_id, berlin_id)
+        for s in h.engine.get_event_extraction(ALICE, _event_of(h, note_id)).superseded
+        if s.old_node_id == lisbon.id
+    ]
+    assert [(s.edge_id, s.new_node_id) for s in recorded] == [
+        (edges[0].id, edges[0].source_node_id)
+    ]
+    # Neither new claim was lost: both are stored, at least one of them current.
+    states = [h.ledger.get_node(ALICE, i) for i in (madrid_id, berlin_id)]
+    assert all(n is not None for n in states)
+    assert any(n is not None and n.lifecycle_state is not LifecycleState.SUPERSEDED for n in states)
+
+
+def _event_of(h: Harness, node_id: str) -> str:
+    node = h.ledger.get_node(ALICE, node_id)
+    assert node is not None
+    return node.evidence_refs[0]
