@@ -56,6 +56,27 @@ def _pair(
     return first, second
 
 
+def _open_contradictions(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    node: MemoryNode,
+    edges: list[MemoryEdge],
+    *,
+    besides: str,
+) -> bool:
+    """Whether `node` is linked by a `contradicts` edge to a contested memory other than
+    `besides`: a contradiction still open."""
+    partners = {
+        e.target_node_id if e.source_node_id == node.id else e.source_node_id
+        for e in edges
+        if e.edge_type == CONTRADICTS_EDGE
+    } - {node.id, besides}
+    if not partners:
+        return False
+    found = deps.ledger.get_nodes(owner, sorted(partners))
+    return any(n.lifecycle_state is LifecycleState.CONTESTED for n in found.values())
+
+
 def mark_contradiction(
     deps: EngineDeps,
     owner: OwnerKey,
@@ -140,8 +161,9 @@ def resolve_contradiction(
     loser_id: str,
     evidence_id: str | None = None,
 ) -> tuple[MemoryNode, MemoryNode]:
-    """The winner becomes stable and the loser deprecated (out of default retrieval); both
-    must be contested and linked by a `contradicts` edge. Answers winner, then loser."""
+    """The winner becomes stable (or stays contested while a third memory still contradicts
+    it) and the loser deprecated (out of default retrieval); both must be contested and
+    linked by a `contradicts` edge. Answers winner, then loser."""
     pair_key = f"resolves:{winner_id}>{loser_id}"
     digest = _evidence_digest(evidence_id)
     asked = (winner_id, loser_id)
@@ -158,13 +180,23 @@ def resolve_contradiction(
                 f"The {field} memory is {node.lifecycle_state.value}, not contested",
                 field=(field,),
             )
-    edges = linking_edges(deps.ledger.list_node_edges(owner, winner.id), winner.id, loser.id)
+    winner_edges = deps.ledger.list_node_edges(owner, winner.id)
+    edges = linking_edges(winner_edges, winner.id, loser.id)
     if not edges:
         raise InvalidRequestError(
             "The two memories were not marked as contradicting each other", field=("loser_id",)
         )
     now = deps.clock.now()
-    stable = winner.model_copy(update={"lifecycle_state": LifecycleState.STABLE, "updated_at": now})
+    # A winner still contradicted by a third memory stays contested: made stable, it would
+    # read as undisputed while the third says otherwise, and that contradiction could never
+    # be settled (resolving needs both sides contested).
+    settled = not _open_contradictions(deps, owner, winner, winner_edges, besides=loser.id)
+    stable = winner.model_copy(
+        update={
+            "lifecycle_state": LifecycleState.STABLE if settled else LifecycleState.CONTESTED,
+            "updated_at": now,
+        }
+    )
     deprecated = loser.model_copy(
         update={"lifecycle_state": LifecycleState.DEPRECATED, "updated_at": now}
     )
