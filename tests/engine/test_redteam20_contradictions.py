@@ -62,7 +62,7 @@ def test_two_threads_settling_one_contradiction_write_it_once(any_backend: Harne
         barrier.wait()  # both read the contested pair before either writes
         commit(change)  # type: ignore[arg-type]
 
-    h.ledger.commit_node_change = racing_commit  # type: ignore[method-assign,assignment]
+    h.ledger.commit_node_change = racing_commit  # type: ignore[method-assign]
 
     def settle(pair: tuple[str, str]) -> str:
         try:
