@@ -3,13 +3,24 @@ the largest extraction commit, on every backend."""
 
 from __future__ import annotations
 
+import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
 
+from prme.engine.extraction import MAX_ARTIFACT_EDGES, MAX_ARTIFACT_NODES, MAX_SUPERSEDED
 from prme.model.enums import LifecycleState
-from prme.model.extraction import stored_assertion_key
+from prme.model.extraction import (
+    ExtractedClaim,
+    ExtractedEntity,
+    ExtractedRelationship,
+    Extraction,
+    stored_assertion_key,
+)
 from prme.model.inputs import IngestInput
 from prme.model.records import MemoryNode, NodeChange
+from tests.engine.test_ingest_extraction import with_extractor
 from tests.engine.test_ingest_updates import say
 from tests.harness.engines import ALICE, Harness
 
@@ -91,3 +102,91 @@ def _event_of(h: Harness, node_id: str) -> str:
     node = h.ledger.get_node(ALICE, node_id)
     assert node is not None
     return node.evidence_refs[0]
+
+
+class _ScriptedExtractor:
+    """Answers each source with the extraction scripted for it (else nothing)."""
+
+    def __init__(self, script: dict[str, Extraction]) -> None:
+        self.script = script
+
+    def extract(self, text: str, *, reference_time: datetime) -> Extraction:
+        return self.script.get(text, Extraction(extractor="scripted/1"))
+
+
+def _wide(seed: int, length: int) -> str:
+    """`length` characters of four UTF-8 bytes each, varied so compression gains little."""
+    rng = random.Random(seed)
+    return "".join(chr(0x20000 + rng.randrange(0x5000)) for _ in range(length))
+
+
+def _claim(subject: str, obj: str, statement: str, **fields: Any) -> ExtractedClaim:
+    return ExtractedClaim.model_validate(
+        {
+            "evidence_quote": statement[:2000],
+            "statement": statement,
+            "subject": subject,
+            "predicate": "lives in",
+            "object": obj,
+            **fields,
+        }
+    )
+
+
+def test_the_largest_extraction_with_every_supersedence_commits_in_one_change(
+    any_backend: Harness,
+) -> None:
+    """Worst case of one extraction's commit: the most nodes (each a claim with an assertion
+    key, fields at their longest in four-byte characters), the most edges, the most
+    supersedences, a claim on the source's note, and their history references."""
+    h = any_backend
+    subjects = [_wide(i, 200) for i in range(8)]
+    earlier = "earlier"
+    new = _wide(99, 2000)  # the whole source is also a claim: it rides on the note
+    entity = _wide(98, 200)
+    script = {
+        earlier: Extraction(
+            extractor="scripted/1",
+            claims=tuple(
+                _claim(s, _wide(10 + i, 500), _wide(20 + i, 2000)) for i, s in enumerate(subjects)
+            ),
+        ),
+        new: Extraction(
+            extractor="scripted/1",
+            entities=(ExtractedEntity(evidence_quote=new, name=entity, kind="place"),),
+            claims=(
+                _claim(_wide(97, 200), _wide(96, 500), new),
+                *(
+                    _claim(
+                        subjects[i % len(subjects)],
+                        _wide(40 + i, 500),
+                        _wide(60 + i, 2000),
+                        replaces_object=_wide(80 + i, 500),
+                    )
+                    for i in range(30)
+                ),
+            ),
+            relationships=tuple(
+                ExtractedRelationship(
+                    evidence_quote=new, source=entity, relation=f"r{i}", target=entity
+                )
+                for i in range(30)
+            ),
+        ),
+    }
+    engine = with_extractor(h, _ScriptedExtractor(script))
+    engine.ingest(
+        ALICE, IngestInput.model_validate({"content": earlier, "wait_for_extraction": True})
+    )
+    h.clock.advance(minutes=1)
+    result = engine.ingest(
+        ALICE, IngestInput.model_validate({"content": new, "wait_for_extraction": True})
+    )
+
+    saved = engine.get_event_extraction(ALICE, result.event_id)
+    assert len(saved.node_ids) == MAX_ARTIFACT_NODES - 1 and saved.annotated_node_ids
+    assert len(saved.edge_ids) == MAX_ARTIFACT_EDGES + MAX_SUPERSEDED
+    assert len(saved.superseded) == MAX_SUPERSEDED
+    for s in saved.superseded:
+        old = h.ledger.get_node(ALICE, s.old_node_id)
+        assert old is not None and old.lifecycle_state is LifecycleState.SUPERSEDED
