@@ -190,3 +190,21 @@ def test_the_largest_extraction_with_every_supersedence_commits_in_one_change(
     for s in saved.superseded:
         old = h.ledger.get_node(ALICE, s.old_node_id)
         assert old is not None and old.lifecycle_state is LifecycleState.SUPERSEDED
+
+
+def test_moving_back_to_an_earlier_value_leaves_one_current_value_and_a_bounded_chain(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    notes = [
+        say(h, text) for text in ("I live in Lisbon.", "I live in Berlin.", "I live in Lisbon.")
+    ]
+    current = [
+        n
+        for n in h.ledger.list_assertion_nodes(ALICE, "i|lives_in", 50)
+        if n.lifecycle_state not in (LifecycleState.SUPERSEDED,)
+    ]
+    assert [n.content for n in current] == ["I live in Lisbon."]
+    chain = h.engine.get_node_chain(ALICE, notes[0].id, direction="both")
+    assert len(chain.nodes) == len({n.id for n in chain.nodes}) == 3
+    assert not chain.truncated
