@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.api.test_condition_routes import CONDITION, put_condition, stored
 from tests.harness.http import Api
+from tests.harness.redteam20 import CONDITION, put_condition, stored
 
 EXTREME_TIMES = (
     "9999-12-31T23:59:59-23:59",  # past year 9999 once in UTC

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from prme.engine.extraction import run_extractions
+from prme.engine.extraction import MAX_SUPERSEDED, run_extractions
 from prme.errors import StorageUnavailableError
 from prme.model.enums import LifecycleState, NodeType, WorkKind
 from prme.model.inputs import IngestInput, RetrieveInput
@@ -232,5 +232,5 @@ def test_a_long_message_with_many_updates_fits_one_commit(any_backend: Harness) 
     long_note = say(h, " ".join(updates + filler))
 
     record = extraction_record(h, long_note.evidence_refs[0])
-    assert len(record.payload["superseded"]) == 5  # the most one commit takes
+    assert len(record.payload["superseded"]) == MAX_SUPERSEDED  # the most one commit takes
     assert len(record.payload["node_ids"]) == 20

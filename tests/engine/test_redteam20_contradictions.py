@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from prme.errors import ConflictError, PrmeError
 from prme.model.enums import LifecycleState
 from prme.model.inputs import RetrieveInput
-from tests.engine.test_conditions_contradictions import store
 from tests.harness.engines import ALICE, Harness
+from tests.harness.redteam20 import store
 
 
 def _state(h: Harness, node_id: str) -> LifecycleState:

@@ -20,9 +20,8 @@ from prme.model.extraction import (
 )
 from prme.model.inputs import IngestInput
 from prme.model.records import MemoryNode, NodeChange
-from tests.engine.test_ingest_extraction import with_extractor
-from tests.engine.test_ingest_updates import say
 from tests.harness.engines import ALICE, Harness
+from tests.harness.redteam20 import say, with_extractor
 
 
 def _claims(h: Harness, note: MemoryNode) -> list[MemoryNode]:

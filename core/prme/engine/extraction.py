@@ -57,10 +57,11 @@ from prme.model.usage import UsageUnits
 EXTRACTION_JOURNAL = "extraction"
 # One change must fit one DynamoDB transaction (100 writes): nodes (up to three writes each:
 # the node, its event link, its assertion-key link), edges, supersedences (the old node, the
-# edge, its index work), the note that takes a claim (two), the journal and the work items.
+# edge, its index work, the old source's note marked as partly outdated), the note that takes
+# a claim (two), the journal and the work items: 60 + 16 + 16 + 2 + 1 + 2 = 97.
 MAX_ARTIFACT_NODES = 20
 MAX_ARTIFACT_EDGES = 16
-MAX_SUPERSEDED = 5
+MAX_SUPERSEDED = 4
 # The journal keeps the validated extraction; longer lists are cut (and marked) to fit a record.
 MAX_SAVED_ARTIFACTS = 20
 MAX_SAVED_CHARACTERS = 100_000
@@ -174,7 +175,7 @@ def _commit(
     # current value of its fact (ranked first for a question about the present).
     nodes = [mark_superseding(n, plan) for n in nodes]
     updates = [(before, mark_superseding(after, plan)) for before, after in updates]
-    updates += plan.updates
+    updates += plan.updates + plan.sources
     edges = [*records.edges, *plan.edges]
     journal = JournalRecord.build(
         record_id=journal_id,

@@ -14,8 +14,9 @@ from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.lifecycle import superseded_by
-from prme.model.enums import INACTIVE_LIFECYCLE_STATES
+from prme.model.enums import INACTIVE_LIFECYCLE_STATES, NodeType
 from prme.model.extraction import (
+    OUTDATED_CLAIMS_KEY,
     SINGLE_VALUED_KEYS,
     SUPERSEDES_KEY,
     object_key,
@@ -36,6 +37,8 @@ class SupersedencePlan:
     edges: list[MemoryEdge] = field(default_factory=list)
     # One entry per superseded node, for the extraction's journal record.
     superseded: list[dict[str, str]] = field(default_factory=list)
+    # The notes of the superseded claims' sources, marked as holding outdated claims.
+    sources: list[tuple[MemoryNode, MemoryNode]] = field(default_factory=list)
 
 
 def _claim(node: MemoryNode) -> dict[str, Any]:
@@ -85,7 +88,7 @@ def plan_supersedences(
     taken: set[str] = set()
     for new in claims:
         key = stored_assertion_key(new.metadata)
-        if key is None:
+        if key is None or len(taken) >= limit:
             continue
         for old in deps.ledger.list_assertion_nodes(owner, key, CANDIDATES_PER_KEY):
             if (
@@ -99,7 +102,7 @@ def plan_supersedences(
             ):
                 continue
             if len(taken) >= limit:
-                return plan
+                break
             taken.add(old.id)
             valid_to = max(new.valid_from or now, old.valid_from or now)
             updated, edge = superseded_by(
@@ -115,7 +118,41 @@ def plan_supersedences(
             plan.superseded.append(
                 {"old_node_id": old.id, "new_node_id": new.id, "edge_id": edge.id}
             )
+    plan.sources = _outdated_sources(deps, owner, [old for old, _ in plan.updates], now)
     return plan
+
+
+def _outdated_sources(
+    deps: EngineDeps, owner: OwnerKey, superseded: list[MemoryNode], now: datetime
+) -> list[tuple[MemoryNode, MemoryNode]]:
+    """The active notes that still hold a superseded claim's words (a message of several
+    sentences keeps its note when one of its claims is superseded), marked with the ids of
+    those claims: the context then says the note is partly outdated instead of showing an
+    old value as current. One read per source event; at most one write per note."""
+    by_event: dict[str, list[str]] = {}
+    # A note superseded in this very change (it carried a claim) gets no second update.
+    changing = {old.id for old in superseded}
+    for old in superseded:
+        if old.node_type is not NodeType.NOTE and old.evidence_refs:
+            by_event.setdefault(old.evidence_refs[0], []).append(old.id)
+    marked: list[tuple[MemoryNode, MemoryNode]] = []
+    for event_id, claim_ids in by_event.items():
+        for note in deps.ledger.list_event_nodes(owner, event_id):
+            if (
+                note.node_type is not NodeType.NOTE
+                or note.id in changing
+                or note.evidence_refs[:1] != (event_id,)
+                or note.lifecycle_state in INACTIVE_LIFECYCLE_STATES
+            ):
+                continue
+            claim = _claim(note)
+            outdated = sorted({*claim.get(OUTDATED_CLAIMS_KEY, ()), *claim_ids})
+            metadata = {
+                **note.metadata,
+                EXTRACTION_METADATA_KEY: {**claim, OUTDATED_CLAIMS_KEY: outdated},
+            }
+            marked.append((note, note.model_copy(update={"metadata": metadata, "updated_at": now})))
+    return marked
 
 
 def mark_superseding(node: MemoryNode, plan: SupersedencePlan) -> MemoryNode:

@@ -244,6 +244,17 @@ class SavedExtraction(BaseModel):
 SUPERSEDES_KEY = "supersedes"
 
 
+# In a source's note: the ids of claims extracted from it that a later message superseded. The
+# note still holds their old values verbatim, so the context marks it as partly outdated.
+OUTDATED_CLAIMS_KEY = "outdated_claims"
+
+
+def holds_outdated_claims(metadata: Mapping[str, Any]) -> bool:
+    """True for a note some of whose extracted claims were superseded since."""
+    extracted = metadata.get(EXTRACTION_METADATA_KEY)
+    return isinstance(extracted, dict) and bool(extracted.get(OUTDATED_CLAIMS_KEY))
+
+
 def states_current_value(metadata: Mapping[str, Any]) -> bool:
     """True for a claim that superseded an earlier value of its fact: the newest known value."""
     extracted = metadata.get(EXTRACTION_METADATA_KEY)

@@ -14,6 +14,7 @@ from typing import Literal
 
 from prme.model.canonical import sha256_text
 from prme.model.enums import LifecycleState
+from prme.model.extraction import holds_outdated_claims
 from prme.model.records import MemoryNode
 from prme.retrieval.results import ContextEntry, ExcludedCandidate
 from prme.retrieval.tokens import TokenCounter
@@ -21,6 +22,16 @@ from prme.retrieval.tokens import TokenCounter
 ContextFormat = Literal["reader", "auditable"]
 # The state tag of a contested record in the context.
 CONTESTED_TAG = "contested"
+# The tag of a note that states values a later message superseded (its other words stand).
+OUTDATED_TAG = "partly outdated"
+
+
+def _state_tag(node: MemoryNode) -> str | None:
+    if node.lifecycle_state is LifecycleState.CONTESTED:
+        return CONTESTED_TAG
+    if holds_outdated_claims(node.metadata):
+        return OUTDATED_TAG
+    return None
 
 
 @dataclass(frozen=True)
@@ -62,15 +73,17 @@ def _record_parts(
             "session_id": node.session_id,
             "text": node.content,
         }
-        if node.lifecycle_state is LifecycleState.CONTESTED:
-            record["state"] = CONTESTED_TAG
+        if (state := _state_tag(node)) is not None:
+            record["state"] = state
         return json.dumps(record, ensure_ascii=False, separators=(",", ":")), ""
     text = node.content
     speaker = node.speaker
     if speaker and not text.startswith(speaker):
         text = f"{speaker}: {text}"
-    # A contested claim says so where the model reads it: another memory contradicts it.
-    tag = f" [{CONTESTED_TAG}]" if node.lifecycle_state is LifecycleState.CONTESTED else ""
+    # A contested claim says so where the model reads it: another memory contradicts it; so
+    # does a note some of whose values were superseded by a later message.
+    state = _state_tag(node)
+    tag = f" [{state}]" if state is not None else ""
     if not with_time:
         return f"[{ref}]{tag}", f" {text}"
     when = node.effective_time
