@@ -39,6 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import judgment_schemas, schemas
+from prme.http.organizer_schemas import OrganizeRequest
 from prme.model import (
     erasure,
     feedback,
@@ -52,6 +53,7 @@ from prme.model import (
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
+from prme.model.organizer import DEFAULT_BUDGET_MS, OrganizeReport, OrganizerJob
 from prme.model.quantities import QuantityAggregationQuery
 from prme.operations import BY_NAME, Operation, Shape, client_docstring, presented
 from prme.remote import AsyncHttpTransport, HttpTransport, RetryPolicy
@@ -649,6 +651,18 @@ class _Calls:
             idempotency_key=idempotency_key,
         )
 
+    def organize(
+        self,
+        *,
+        jobs: Sequence[OrganizerJob] | None = None,
+        budget_ms: int = DEFAULT_BUDGET_MS,
+        user_id: str | None = None,
+    ) -> Call[OrganizeReport]:
+        body = _from_arguments(
+            OrganizeRequest, {**locals(), "jobs": None if jobs is None else list(jobs)}
+        )
+        return Call("organize", user_id, body=body)
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -880,6 +894,7 @@ class MemoryClient:
     get_import = _blocking(_Calls.get_import)
     open_import_upload = _blocking(_Calls.open_import_upload)
     start_import_upload = _blocking(_Calls.start_import_upload)
+    organize = _blocking(_Calls.organize)
 
 
 class AsyncMemoryClient:
@@ -1025,3 +1040,4 @@ class AsyncMemoryClient:
     get_import = _awaitable(_Calls.get_import)
     open_import_upload = _awaitable(_Calls.open_import_upload)
     start_import_upload = _awaitable(_Calls.start_import_upload)
+    organize = _awaitable(_Calls.organize)

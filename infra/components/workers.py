@@ -45,12 +45,19 @@ LEDGER_ACTIONS = (
 # nodes to index, which it never has (its extract work names no node to index, and the nodes
 # of one extraction share one time, so none is another's session predecessor). Maintenance
 # reads only through queries (pending, expiring and alias work, a source's work items, owner
-# nodes and journal) and writes by Put and Update.
+# nodes and journal) and writes by Put and Update; its organizer pass also lists owners and
+# tenants (Scan), reads dedup candidates in one batch (BatchGetItem) and searches the index.
 TABLE_ACTIONS = {
     "api": (*LEDGER_ACTIONS, "dynamodb:DeleteItem"),
     "ingest": ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"),
     "extractor": ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-    "maintenance": ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+    "maintenance": (
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:Scan",
+        "dynamodb:BatchGetItem",
+    ),
 }
 # Sending work: messages go in batches, which AWS authorizes as SendMessage (the queue's URL is
 # resolved at startup, granted apart). No queue attributes are read.
@@ -260,6 +267,8 @@ class Workers(Construct):
         # maintenance: the sweeper re-announces overdue pending work of both kinds.
         for queue in (materialize, extract):
             self._grant_send(self.maintenance, queue.queue)
+        # maintenance: the organizer's dedup finds same-text candidates through the index.
+        self._grant_search(self.maintenance)
 
         # indexsetup: the custom resource that creates the search index at deploy time.
         self.index_setup = factory.build(

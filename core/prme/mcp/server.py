@@ -55,6 +55,7 @@ from prme.http.judgment_schemas import (
     RelevanceRequest,
     ResolveToolArgumentsRequest,
 )
+from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.schemas import (
     FastIngestRequest,
     IngestRequest,
@@ -81,6 +82,12 @@ from prme.model.inputs import (
     StoreInput,
 )
 from prme.model.listings import NodeFilter
+from prme.model.organizer import (
+    DEFAULT_BUDGET_MS,
+    MAX_BUDGET_MS,
+    OrganizeInput,
+    OrganizerJob,
+)
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import MemoryNode, OwnerKey
 from prme.operations import (
@@ -447,6 +454,7 @@ def build_mcp_server(
     _judgment_tools(server, engine, run)
     _table_tools(server, engine, run)
     _manage_tools(server, engine, run)
+    _organizer_tools(server, engine, run)
     return server
 
 
@@ -899,3 +907,18 @@ def _manage_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
                 engine.list_nodes(owner, node_filter, limit=limit, after_id=_text(after_id))
             ),
         )
+
+
+def _organizer_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """The organizer's run over the owner's memory."""
+
+    @_tool(server, "memory_organize")
+    def memory_organize(
+        jobs: Annotated[list[OrganizerJob] | None, described(OrganizeRequest, "jobs")] = None,
+        budget_ms: Annotated[
+            int, described(OrganizeRequest, "budget_ms", ge=1, le=MAX_BUDGET_MS)
+        ] = DEFAULT_BUDGET_MS,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        fields = _present({"jobs": jobs, "budget_ms": budget_ms})
+        return run(user_id, lambda owner: engine.organize(owner, validated(OrganizeInput, fields)))
