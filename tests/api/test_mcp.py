@@ -51,6 +51,7 @@ FULL_TOOLS = {
     "memory_review_alias_proposal",
     "memory_aggregate_quantities",
     "memory_resolve_tool_arguments",
+    "memory_organize",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {
@@ -526,3 +527,19 @@ def test_stdio_serves_the_tools_for_the_configured_owner(tmp_path: Path) -> None
         assert found["results"] == []
 
     run_stdio(stdio_params(tmp_path / "memory", "--user-id", "bob"), as_bob)
+
+
+def test_memory_organize_runs_the_owners_jobs_and_refuses_an_unknown_one(
+    live_mcp: LiveMcp,
+) -> None:
+    async def session(client: Client) -> None:
+        for _ in range(2):
+            ok(await client.call_tool("memory_store", {"content": "My locker is number 12"}))
+        report = ok(await client.call_tool("memory_organize", {"jobs": ["dedup"]}))
+        assert report["jobs_run"] == ["dedup"]
+        assert report["per_job"]["dedup"]["changed"] == 1
+        assert report["complete"] is True
+        refused = await client.call_tool("memory_organize", {"jobs": ["compact"]})
+        assert refused.is_error
+
+    live_mcp.run(live_mcp.keys["alice"], session)

@@ -157,6 +157,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/quantities/aggregate-text"): Case(
         "body", lambda _: {"question": "How much did I raise?"}
     ),
+    ("POST", "/v1/organize"): Case("body", lambda _: {"budget_ms": 2000}),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -205,6 +206,7 @@ TOOLS: dict[str, Case] = {
         foreign=True,
     ),
     "memory_aggregate_quantities": Case("body", lambda _: {"question": "How much did I raise?"}),
+    "memory_organize": Case("body", lambda _: {"budget_ms": 2000}),
 }
 
 

@@ -14,11 +14,11 @@ run continues after that node.
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from time import monotonic
 from typing import Any
 
 from prme.engine.deps import EngineDeps
@@ -352,12 +352,12 @@ def _run_job(
     try:
         while not stopped:
             # Every run examines at least one node, so successive runs always progress.
-            if scanned and time.monotonic() >= stop_at:
+            if scanned and monotonic() >= stop_at:
                 stopped = True
                 break
             page, next_after = deps.ledger.list_nodes_page(owner, after_id=after, limit=page_size)
             for node in page:
-                if scanned and time.monotonic() >= stop_at:
+                if scanned and monotonic() >= stop_at:
                     stopped = True
                     break
                 changed += step(run, node)
@@ -384,22 +384,22 @@ def organize_within(
 ) -> OrganizeReport:
     """Run `jobs` in order until the monotonic time `stop_at`: each job gets an even share of
     what the jobs before it left, so a job with much work never starves the ones after it."""
-    started = time.monotonic()
+    started = monotonic()
     reports: dict[str, OrganizerJobReport] = {}
     for position, job in enumerate(jobs):
-        left = max(0.0, stop_at - time.monotonic())
-        reports[job] = _run_job(deps, owner, job, time.monotonic() + left / (len(jobs) - position))
+        left = max(0.0, stop_at - monotonic())
+        reports[job] = _run_job(deps, owner, job, monotonic() + left / (len(jobs) - position))
     return OrganizeReport(
         jobs_run=list(jobs),
         per_job=reports,
-        duration_ms=round((time.monotonic() - started) * 1000),
+        duration_ms=round((monotonic() - started) * 1000),
         complete=all(r.complete for r in reports.values()),
     )
 
 
 def organize(deps: EngineDeps, owner: OwnerKey, request: OrganizeInput) -> OrganizeReport:
     """One organizer run over the owner's memory within `request.budget_ms`."""
-    stop_at = time.monotonic() + request.budget_ms / 1000
+    stop_at = monotonic() + request.budget_ms / 1000
     return organize_within(deps, owner, request.selected_jobs(), stop_at)
 
 
@@ -411,7 +411,7 @@ def organize_owners(
     Each owner gets an even share of what the owners before it left. The walk starts at an
     owner that moves on every minute, so when the budget cannot reach every owner, the ones
     it missed come first in a later pass."""
-    started = time.monotonic()
+    started = monotonic()
     stop_at = started + budget_ms / 1000
     owners = [
         OwnerKey(tenant_id=tenant, owner_id=owner_id)
@@ -424,12 +424,10 @@ def organize_owners(
     visited = complete = changed = 0
     jobs = OrganizeInput().selected_jobs()
     for position, owner in enumerate(owners):
-        left = stop_at - time.monotonic()
+        left = stop_at - monotonic()
         if left <= 0:
             break
-        report = organize_within(
-            deps, owner, jobs, time.monotonic() + left / (len(owners) - position)
-        )
+        report = organize_within(deps, owner, jobs, monotonic() + left / (len(owners) - position))
         visited += 1
         complete += report.complete
         changed += sum(r.changed for r in report.per_job.values())
