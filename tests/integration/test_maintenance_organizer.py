@@ -3,6 +3,8 @@ EventBridge payload against the local AWS."""
 
 from __future__ import annotations
 
+import functools
+
 from prme.model.enums import LifecycleState
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.records import OwnerKey
@@ -33,8 +35,9 @@ def test_maintenance_organizes_every_owner_and_a_second_pass_changes_nothing(
     }
     # (searchable at the index's next refresh, as deployed)
     for owner in (ALICE, BOB):
+        query = RetrieveInput(query="ferns Sundays")
         until_searchable(
-            lambda owner=owner: engine.retrieve(owner, RetrieveInput(query="ferns Sundays")),
+            functools.partial(engine.retrieve, owner, query),
             lambda found: len(found.results) == 2,
         )
     # When the maintenance pass runs
