@@ -46,7 +46,7 @@ LEDGER_ACTIONS = (
 # of one extraction share one time, so none is another's session predecessor). Maintenance
 # reads only through queries (pending, expiring and alias work, a source's work items, owner
 # nodes and journal) and writes by Put and Update; its organizer pass also lists owners and
-# tenants (Scan), reads dedup candidates in one batch (BatchGetItem) and searches the index.
+# tenants (Scan), reads a duplicate and its keeper in one batch (BatchGetItem).
 TABLE_ACTIONS = {
     "api": (*LEDGER_ACTIONS, "dynamodb:DeleteItem"),
     "ingest": ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"),
@@ -267,8 +267,6 @@ class Workers(Construct):
         # maintenance: the sweeper re-announces overdue pending work of both kinds.
         for queue in (materialize, extract):
             self._grant_send(self.maintenance, queue.queue)
-        # maintenance: the organizer's dedup finds same-text candidates through the index.
-        self._grant_search(self.maintenance)
 
         # indexsetup: the custom resource that creates the search index at deploy time.
         self.index_setup = factory.build(

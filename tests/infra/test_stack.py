@@ -383,7 +383,7 @@ TABLE_CALLS = {
     # GetItem: the owner's erasure record, read before an import is saved.
     "ingest": ["BatchGetItem", "GetItem", "PutItem"],
     # Queries, and the Put and Update writes of archiving, sweeping and alias scans; the
-    # organizer lists owners and tenants (Scan) and reads dedup candidates in one batch.
+    # organizer lists owners and tenants (Scan) and reads a duplicate with its keeper.
     "maintenance": ["BatchGetItem", "PutItem", "Query", "Scan", "UpdateItem"],
 }
 # Workers announce nothing: a failed write leaves the work pending for redelivery and sweeps.
@@ -477,8 +477,6 @@ def test_functions_may_only_read_and_post_to_the_search_domain(
         "materializer": runtime,
         "extractor": runtime,
         "indexsetup": ["es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPut"],
-        # The organizer's dedup searches for same-text candidates.
-        "maintenance": runtime,
     }
     # The domain's access policy (which alone would allow, in the same account) agrees.
     (domain,) = stack_template.of_type("AWS::OpenSearchService::Domain").values()
@@ -510,8 +508,7 @@ def test_search_domain_is_encrypted_and_https_only(synth: Synth) -> None:
     assert props["ClusterConfig"]["InstanceCount"] == 1
     assert props["EBSOptions"]["VolumeSize"] == 10
     principals = props["AccessPolicies"]["Statement"][0]["Principal"]["AWS"]
-    # the api, materializer, extractor and maintenance roles, nobody else
-    assert len(principals) == 4
+    assert len(principals) == 3  # the api, materializer and extractor roles, nobody else
 
 
 def test_http_api_stage_is_throttled_and_logged(synth: Synth) -> None:

@@ -3,18 +3,10 @@ EventBridge payload against the local AWS."""
 
 from __future__ import annotations
 
-import functools
-
 from prme.model.enums import LifecycleState
-from prme.model.inputs import RetrieveInput, StoreInput
+from prme.model.inputs import StoreInput
 from prme.model.records import OwnerKey
-from tests.harness.lambda_events import (
-    ALICE,
-    Deployed,
-    FakeLambdaContext,
-    load_event,
-    until_searchable,
-)
+from tests.harness.lambda_events import ALICE, Deployed, FakeLambdaContext, load_event
 
 BOB = OwnerKey(tenant_id=ALICE.tenant_id, owner_id="bob")
 
@@ -33,13 +25,6 @@ def test_maintenance_organizes_every_owner_and_a_second_pass_changes_nothing(
         ]
         for owner in (ALICE, BOB)
     }
-    # (searchable at the index's next refresh, as deployed)
-    for owner in (ALICE, BOB):
-        query = RetrieveInput(query="ferns Sundays")
-        until_searchable(
-            functools.partial(engine.retrieve, owner, query),
-            lambda found: len(found.results) == 2,
-        )
     # When the maintenance pass runs
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
     # Then each owner's weaker copy is superseded by the kept one, within the pass

@@ -2,7 +2,8 @@
 and deprecation thresholds, deduplication, TTL sweep), each change journaled atomically,
 each job idempotent and resumable from a per-owner cursor kept in the journal.
 
-Every job scans the owner's nodes in id order and applies its rule to one node at a time.
+Every job but dedup scans the owner's nodes in id order and applies its rule to one node at
+a time (dedup reads them all, then supersedes duplicates: see `_run_dedup`).
 A change commits the new node state, a journal record and (when the index shows the changed
 field) index work in one ledger transaction. The journal record's id is derived from the
 node, the job and the state it moves to, so a run repeated after a crash finds the node
@@ -14,6 +15,7 @@ run continues after that node.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,14 +55,12 @@ from prme.model.records import (
     OwnerKey,
     WorkItem,
 )
-from prme.model.search import IndexFilter, IndexQuery
 
 CURSOR_OPERATION = "organizer_cursor"
 # Cursor records of a job sort newest first: the id counts down from this as runs save.
 CURSOR_ID_PREFIX = "organizer-cursor:"
 _CURSOR_SEQUENCE_TOP = 10**12
 _CHANGE_NAMESPACE = uuid.UUID("0b6c1f4e-37d2-4d8a-a5e1-6a9f0c2d7e31")
-_INACTIVE = frozenset(LifecycleState) - ACTIVE_STATES
 
 
 @dataclass(frozen=True)
@@ -214,44 +214,23 @@ def _deprecate(run: _Run, node: MemoryNode) -> bool:
     )
 
 
-def _dedup(run: _Run, node: MemoryNode) -> bool:
-    """Supersede the node by the best active node of the same owner, scope, type and text.
+def _dedup_key(node: MemoryNode) -> tuple[str, str, bytes]:
+    """Duplicates share the owner (every node read here has it), scope, type and text."""
+    text = hashlib.sha256(dedup_text(node.content).encode()).digest()
+    return (node.scope.value, node.node_type.value, text)
 
-    Candidates come from the search index's lexical channel (the same words rank first),
-    then are compared exactly on the ledger's copies; the keeper is the best of the group
-    whichever member is being looked at, so each duplicate moves once and the keeper never."""
-    if node.lifecycle_state not in ACTIVE_STATES:
-        return False
-    config = run.deps.config.organizer
-    hits = run.deps.index.search(
-        run.owner,
-        IndexQuery(
-            text=node.content,
-            vector=None,
-            vector_k=0,
-            lexical_k=config.dedup_candidates,
-            filters=IndexFilter(
-                scopes=frozenset({node.scope}),
-                exclude_lifecycle_states=_INACTIVE,
-                exclude_node_types=frozenset(),
-            ),
-        ),
-    )
-    ids = [node_id for node_id, _ in hits.lexical if node_id != node.id]
-    if not ids:
-        return False
-    text = dedup_text(node.content)
-    group = [node]
-    for other in run.deps.ledger.get_nodes(run.owner, ids).values():
-        if (
-            other.lifecycle_state in ACTIVE_STATES
-            and other.scope is node.scope
-            and other.node_type is node.node_type
-            and dedup_text(other.content) == text
-        ):
-            group.append(other)
-    keeper = max(group, key=keeper_rank)
-    if keeper.id == node.id:
+
+def _supersede_duplicate(run: _Run, loser_id: str, keeper_id: str) -> bool:
+    found = run.deps.ledger.get_nodes(run.owner, [loser_id, keeper_id])
+    node, keeper = found.get(loser_id), found.get(keeper_id)
+    # Either may have changed since the scan: act only on what still holds.
+    if (
+        node is None
+        or keeper is None
+        or node.lifecycle_state not in ACTIVE_STATES
+        or keeper.lifecycle_state not in ACTIVE_STATES
+        or _dedup_key(node) != _dedup_key(keeper)
+    ):
         return False
     updated = node.model_copy(
         update={
@@ -285,6 +264,51 @@ def _dedup(run: _Run, node: MemoryNode) -> bool:
     )
 
 
+def _run_dedup(run: _Run, stop_at: float) -> OrganizerJobReport:
+    """Supersede each active node by the best active node of the same scope, type and text.
+
+    Duplicates can lie anywhere in id order, so a run first reads the owner's active nodes
+    whole (a digest and a rank each), then supersedes every duplicate by its group's best
+    (more confident, then more salient, then newer), which is the same node whichever member
+    is looked at. A run whose budget ends during the read changes nothing; one that ends
+    during the writes leaves the rest to the next run, whose read no longer finds the nodes
+    already superseded (they are no longer active): no cursor is needed, and none moves twice.
+    """
+    groups: dict[tuple[str, str, bytes], list[tuple[tuple[float, float, datetime, str], str]]] = {}
+    scanned = 0
+    after: str | None = None
+    while True:
+        if scanned and monotonic() >= stop_at:
+            return OrganizerJobReport(scanned=scanned, changed=0, complete=False)
+        page, after = run.deps.ledger.list_nodes_page(
+            run.owner, after_id=after, limit=run.deps.config.organizer.page_size
+        )
+        for node in page:
+            scanned += 1
+            if node.lifecycle_state in ACTIVE_STATES:
+                groups.setdefault(_dedup_key(node), []).append((keeper_rank(node), node.id))
+        if after is None:
+            break
+    losers = sorted(
+        (loser_id, max(members)[1])
+        for members in groups.values()
+        if len(members) > 1
+        for _, loser_id in members
+        if loser_id != max(members)[1]
+    )
+    changed = 0
+    try:
+        for position, (loser_id, keeper_id) in enumerate(losers):
+            if position and monotonic() >= stop_at:
+                return OrganizerJobReport(
+                    scanned=scanned, changed=changed, complete=False, cursor=loser_id
+                )
+            changed += _supersede_duplicate(run, loser_id, keeper_id)
+    finally:
+        run.announce()
+    return OrganizerJobReport(scanned=scanned, changed=changed, complete=True)
+
+
 def _ttl_sweep(run: _Run, node: MemoryNode) -> bool:
     if not node.is_expired(run.now) or node.lifecycle_state is LifecycleState.ARCHIVED:
         return False
@@ -293,12 +317,12 @@ def _ttl_sweep(run: _Run, node: MemoryNode) -> bool:
     return run.commit(node, updated, state_key="", payload={}, reindex=True, journal=journal)
 
 
-_JOBS: Mapping[OrganizerJob, Callable[[_Run, MemoryNode], bool]] = {
+# The jobs that look at one node at a time (dedup compares the owner's nodes as a whole).
+_NODE_JOBS: Mapping[OrganizerJob, Callable[[_Run, MemoryNode], bool]] = {
     "promote": _promote,
     "decay": _decay,
     "archive": _archive,
     "deprecate": _deprecate,
-    "dedup": _dedup,
     "ttl_sweep": _ttl_sweep,
 }
 
@@ -342,7 +366,9 @@ def _run_job(
     deps: EngineDeps, owner: OwnerKey, job: OrganizerJob, stop_at: float
 ) -> OrganizerJobReport:
     run = _Run(deps, owner, job, deps.clock.now())
-    step = _JOBS[job]
+    if job == "dedup":
+        return _run_dedup(run, stop_at)
+    step = _NODE_JOBS[job]
     previous = load_cursor(deps, owner, job)
     resumed_after = previous.after_id if previous and not previous.complete else None
     after = resumed_after

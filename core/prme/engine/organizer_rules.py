@@ -61,8 +61,6 @@ class OrganizerConfig(BaseModel):
     decay_write_step: float = Field(default=0.01, gt=0.0, le=1.0)
     # Nodes one ledger read takes while a job scans an owner.
     page_size: int = Field(default=100, ge=1, le=1000)
-    # How many same-text candidates dedup asks the search index for per memory.
-    dedup_candidates: int = Field(default=20, ge=2, le=200)
 
 
 def promotion_due(node: MemoryNode, now: datetime, config: OrganizerConfig) -> bool:
