@@ -167,7 +167,8 @@ def _decay(run: _Run, node: MemoryNode) -> bool:
     return run.commit(
         node,
         updated,
-        state_key=f"{since.isoformat()}|{salience}|{confidence}",
+        # From and to: another writer may set values decay already wrote once.
+        state_key=f"{since.isoformat()}|{node.salience}|{node.confidence}|{salience}|{confidence}",
         payload={
             "from": {"salience": node.salience, "confidence": node.confidence},
             "to": {"salience": salience, "confidence": confidence},
