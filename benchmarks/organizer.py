@@ -173,7 +173,7 @@ def seed(data_dir: Path, size: int) -> float:
 
 # A job's runs stop here even if unfinished (dedup with a budget shorter than one read of
 # the owner's nodes never finishes: each run restarts its read).
-JOB_WALL_LIMIT_S = 60.0
+JOB_WALL_LIMIT_S = 30.0
 
 
 def run_job(backend: EmbeddedBackend, job: str, budget_ms: int) -> dict[str, Any]:
@@ -256,6 +256,21 @@ def measure(base_dir: Path, size: int, budgets: list[int]) -> list[dict[str, Any
     return rows
 
 
+HEADER = (
+    f"{'nodes':>7} {'budget':>6} {'job':10} {'scanned':>8} {'changed':>7} {'seconds':>8} "
+    f"{'runs':>5} {'done':>4} {'overshoot':>9} {'once':>5}"
+)
+
+
+def line(row: dict[str, Any]) -> str:
+    return (
+        f"{row['nodes']:7d} {row['budget_ms']:6d} {row['job']:10} {row['scanned']:8d} "
+        f"{row['changed']:7d} {row['seconds']:8.2f} {row['runs']:5d} "
+        f"{'yes' if row['all_changes_made'] else 'no':>4} "
+        f"{row['max_overshoot_ms']:8.1f}ms {'yes' if row['each_change_once'] else 'NO':>5}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -265,18 +280,13 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            rows.extend(measure(Path(tmp), size, args.budgets))
-    print(
-        f"{'nodes':>7} {'budget':>6} {'job':10} {'scanned':>8} {'changed':>7} {'seconds':>8} "
-        f"{'runs':>5} {'done':>4} {'overshoot':>9} {'once':>5}"
-    )
+            measured = measure(Path(tmp), size, args.budgets)
+            rows.extend(measured)
+            for row in measured:
+                print(line(row), flush=True)
+    print(HEADER)
     for row in rows:
-        print(
-            f"{row['nodes']:7d} {row['budget_ms']:6d} {row['job']:10} {row['scanned']:8d} "
-            f"{row['changed']:7d} {row['seconds']:8.2f} {row['runs']:5d} "
-            f"{'yes' if row['all_changes_made'] else 'no':>4} "
-            f"{row['max_overshoot_ms']:8.1f}ms {'yes' if row['each_change_once'] else 'NO':>5}"
-        )
+        print(line(row))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(
         json.dumps({"organizer": {"mix_per_ten_nodes": MIX, "rows": rows}}, indent=2)
