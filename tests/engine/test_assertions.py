@@ -335,7 +335,7 @@ def test_client_validates_a_dict_query_before_reading(tmp_path: Path) -> None:
 def test_a_fact_is_read_across_its_predicate_family_as_ingest_updates_it(
     any_backend: Harness,
 ) -> None:
-    """"live in", "moved to" and "relocated to" state one fact (`lives_in`), the same family
+    """ "live in", "moved to" and "relocated to" state one fact (`lives_in`), the same family
     ingest matches when it supersedes: the state of "I live" follows a move."""
     h = any_backend
     say(h, "I live in Lisbon.")
