@@ -1,5 +1,6 @@
 """Scheduled maintenance (EventBridge): archive expired nodes, re-announce overdue pending work,
-and scan owners with new entities for alias proposals (advice for a human review only)."""
+scan owners with new entities for alias proposals (advice for a human review only), and run
+the organizer over every owner within what time is left."""
 
 from __future__ import annotations
 
@@ -18,6 +19,17 @@ from prme.model.enums import WorkFamily
 # maintenance work; the rest journals its proposals and closes its work. A scan that needs
 # more continues on the next scheduled pass.
 ALIAS_SCAN_TIME_SHARE = 0.5
+# The organizer may run for this share of what is left after that; a job that runs out of
+# time continues on the next pass from its saved cursor.
+ORGANIZER_TIME_SHARE = 0.8
+
+
+def organizer_tenants() -> list[str]:
+    """The tenants whose owners the organizer visits: the deployment's own and every tenant
+    that has API keys."""
+    tenants = {settings().tenant_id}
+    tenants.update(credential.tenant_id for credential in backend().credentials.list())
+    return sorted(tenants)
 
 
 def overdue_seconds() -> dict[WorkFamily, int]:
@@ -41,6 +53,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         swept = engine.sweep_overdue(overdue_seconds=overdue_seconds())
         scan_ms = int(context.get_remaining_time_in_millis() * ALIAS_SCAN_TIME_SHARE)
         aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
+        organizer_ms = int(context.get_remaining_time_in_millis() * ORGANIZER_TIME_SHARE)
+        organized = engine.organize_owners(organizer_tenants(), budget_ms=max(organizer_ms, 0))
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept.announced)
     metrics.add_metric(name=OVERDUE_WORK_FAILED_METRIC, unit=MetricUnit.Count, value=swept.failed)
@@ -55,6 +69,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(
         name="AliasPairsCompared", unit=MetricUnit.Count, value=aliases.pairs_compared
     )
+    metrics.add_metric(name="OrganizerChanges", unit=MetricUnit.Count, value=organized.changed)
     logger.info(
         "maintenance pass",
         extra={
@@ -68,6 +83,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "alias_scan_complete": aliases.complete,
             "alias_names_remaining": aliases.names_remaining,
             "alias_names_capped": aliases.names_capped,
+            "organizer_owners_visited": organized.owners_visited,
+            "organizer_owners_complete": organized.owners_complete,
+            "organizer_changes": organized.changed,
+            "organizer_complete": organized.complete,
         },
     )
     return {
@@ -75,4 +94,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "overdue_announced": swept.announced,
         "overdue_failed": swept.failed,
         "alias_proposals_created": aliases.proposals_created,
+        "organizer_changes": organized.changed,
+        "organizer_complete": organized.complete,
     }

@@ -39,6 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http.organizer_schemas import OrganizeRequest
 from prme.model import (
     assertions,
     erasure,
@@ -56,6 +57,7 @@ from prme.model.extraction import SavedExtraction
 from prme.model.graph import DEFAULT_MAX_HOPS, DEFAULT_OPERATION_LIMIT
 from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
+from prme.model.organizer import DEFAULT_BUDGET_MS, OrganizeReport, OrganizerJob
 from prme.model.quantities import QuantityAggregationQuery
 from prme.operations import BY_NAME, Operation, Shape, client_docstring, presented
 from prme.remote import AsyncHttpTransport, HttpTransport, RetryPolicy
@@ -819,6 +821,18 @@ class _Calls:
     ) -> Call[SavedExtraction]:
         return Call("get_event_extraction", user_id, {"event_id": event_id})
 
+    def organize(
+        self,
+        *,
+        jobs: Sequence[OrganizerJob] | None = None,
+        budget_ms: int = DEFAULT_BUDGET_MS,
+        user_id: str | None = None,
+    ) -> Call[OrganizeReport]:
+        body = _from_arguments(
+            OrganizeRequest, {**locals(), "jobs": None if jobs is None else list(jobs)}
+        )
+        return Call("organize", user_id, body=body)
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1059,6 +1073,7 @@ class MemoryClient:
     aggregate_assertions = _blocking(_Calls.aggregate_assertions)
     get_assertion_state = _blocking(_Calls.get_assertion_state)
     get_event_extraction = _blocking(_Calls.get_event_extraction)
+    organize = _blocking(_Calls.organize)
 
 
 class AsyncMemoryClient:
@@ -1213,3 +1228,4 @@ class AsyncMemoryClient:
     aggregate_assertions = _awaitable(_Calls.aggregate_assertions)
     get_assertion_state = _awaitable(_Calls.get_assertion_state)
     get_event_extraction = _awaitable(_Calls.get_event_extraction)
+    organize = _awaitable(_Calls.organize)

@@ -22,7 +22,14 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http import (
+    assertion_schemas,
+    conflict_schemas,
+    graph_schemas,
+    judgment_schemas,
+    organizer_schemas,
+    schemas,
+)
 from prme.model import (
     assertions,
     bindings,
@@ -32,6 +39,7 @@ from prme.model import (
     imports,
     inputs,
     listings,
+    organizer,
     portability,
     quantities,
     uploads,
@@ -1105,6 +1113,33 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=extraction.SavedExtraction,
         shape=Shape.READ_ONE,
+    ),
+    # -- the organizer (issue 20) --
+    Operation(
+        "organize",
+        Capability.LIFECYCLE,
+        "Organize the owner's memory",
+        "Run the organizer's maintenance jobs over the owner's memories within a time budget: "
+        "promote tentative memories old enough and with evidence, decay salience and "
+        "confidence, archive and deprecate memories under the thresholds, supersede "
+        "same-text duplicates and archive expired ones. Every change is journaled; a job "
+        "that runs out of time stops between memories (complete: false) and the next call "
+        "continues where it stopped.",
+        http=HttpRoute("POST", "/v1/organize"),
+        mcp=McpTool("memory_organize", read_only=False),
+        request=organizer_schemas.OrganizeRequest,
+        response=organizer.OrganizeReport,
+        engine_input=organizer.OrganizeInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "organize_owners",
+        Capability.OPERATOR,
+        "Organize every owner",
+        "The organizer over every owner of the given tenants within one time budget (the "
+        "maintenance function's pass).",
+        caller=Caller.OPERATOR,
+        client=False,
     ),
 )
 

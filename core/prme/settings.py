@@ -56,6 +56,8 @@ ENGINE_SETTINGS = (
     "vector_text",
     "vector_segments",
     "vector_session_context",
+    # The organizer's thresholds (PRME_ORGANIZER__PROMOTION_AGE_DAYS, ...).
+    "organizer",
 )
 
 # The engine settings as the environment holds them: EngineConfig's fields and types, read

@@ -45,12 +45,19 @@ LEDGER_ACTIONS = (
 # nodes to index, which it never has (its extract work names no node to index, and the nodes
 # of one extraction share one time, so none is another's session predecessor). Maintenance
 # reads only through queries (pending, expiring and alias work, a source's work items, owner
-# nodes and journal) and writes by Put and Update.
+# nodes and journal) and writes by Put and Update; its organizer pass also lists owners and
+# tenants (Scan), reads a duplicate and its keeper in one batch (BatchGetItem).
 TABLE_ACTIONS = {
     "api": (*LEDGER_ACTIONS, "dynamodb:DeleteItem"),
     "ingest": ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem"),
     "extractor": ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-    "maintenance": ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+    "maintenance": (
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:Scan",
+        "dynamodb:BatchGetItem",
+    ),
 }
 # Sending work: messages go in batches, which AWS authorizes as SendMessage (the queue's URL is
 # resolved at startup, granted apart). No queue attributes are read.

@@ -23,7 +23,7 @@ from tests.harness.live_server import live_server
 
 AGGREGATE = "/v1/assertions/aggregate"
 STATE = "/v1/assertions/state"
-LIVE = {"subject": "I", "predicate": "live"}
+LIVE = {"subject": "I", "predicate": "visited"}
 
 
 def say(api: Api, text: str, headers: dict[str, str]) -> None:
@@ -38,36 +38,36 @@ def counts(body: dict[str, Any]) -> dict[str, int]:
 
 @pytest.fixture
 def seeded(api: Api) -> Api:
-    for text in ("I live in Lisbon.", "I live in Berlin.", "I live in Berlin."):
+    for text in ("I visited Lisbon.", "I visited Berlin.", "I visited Berlin."):
         say(api, text, api.alice)
-    say(api, "I live in Rome.", api.other_tenant)
-    say(api, "I live in Oslo.", api.bob)
+    say(api, "I visited Rome.", api.other_tenant)
+    say(api, "I visited Oslo.", api.bob)
     return api
 
 
 def test_aggregation_and_state_read_the_owners_claims(seeded: Api) -> None:
     api = seeded
-    query = {"subjects": ["i"], "predicates": ["Live"], "group_by": ["object"]}
+    query = {"subjects": ["i"], "predicates": ["Visited"], "group_by": ["object"]}
     response = api.client.post(AGGREGATE, json={"query": query}, headers=api.alice)
     assert response.status_code == 200, response.text
     body = response.json()
-    assert counts(body) == {"in berlin": 2, "in lisbon": 1}
+    assert counts(body) == {"berlin": 2, "lisbon": 1}
     assert (body["claim_nodes"], body["counted"], body["groups_truncated"]) == (3, 3, False)
-    assert body["groups"][0]["samples"][0]["object"] == "in Berlin"
+    assert body["groups"][0]["samples"][0]["object"] == "Berlin"
     assert body["stored_set_exhaustive"] is True
     other = api.client.post(AGGREGATE, json={"query": {}}, headers=api.other_tenant).json()
     assert other["counted"] == 1
     bob = api.client.post(
         AGGREGATE, json={"user_id": "bob", "query": {"group_by": ["object"]}}, headers=api.operator
     ).json()
-    assert counts(bob) == {"in oslo": 1}
+    assert counts(bob) == {"oslo": 1}
     response = api.client.post(STATE, json={"query": LIVE}, headers=api.alice)
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["status"] == "ambiguous" and body["value"] is None
-    assert {c["object"] for c in body["candidates"]} == {"in Lisbon", "in Berlin"}
+    assert {c["object"] for c in body["candidates"]} == {"Lisbon", "Berlin"}
     assert body["timeline_count"] == 3
-    assert (body["subject_key"], body["predicate_key"]) == ("i", "live")
+    assert (body["subject_key"], body["predicate_key"]) == ("i", "visited")
 
 
 def test_an_owner_without_claims_gets_empty_answers_not_404(api: Api) -> None:
@@ -161,10 +161,10 @@ def test_mcp_tools_through_the_sdk(seeded: Api) -> None:
             assert listed["memory_aggregate_assertions"].annotations is not None
             assert listed["memory_aggregate_assertions"].annotations.read_only_hint is True
             counted = await client.call_tool(
-                "memory_aggregate_assertions", {"predicates": ["live"], "group_by": ["object"]}
+                "memory_aggregate_assertions", {"predicates": ["visited"], "group_by": ["object"]}
             )
             assert not counted.is_error
-            assert counts(payload(counted)) == {"in berlin": 2, "in lisbon": 1}
+            assert counts(payload(counted)) == {"berlin": 2, "lisbon": 1}
             fact = await client.call_tool("memory_get_assertion_state", LIVE)
             assert payload(fact)["status"] == "ambiguous"
             bad = await client.call_tool(
@@ -189,7 +189,7 @@ def test_local_and_remote_clients_answer_alike(tmp_path: Path) -> None:
         local = MemoryClient(tmp_path / "memory", settings=Settings(embedder="hashing"))
         for memory, user in ((local, None), (remote, "dana")):
             with memory:
-                for text in ("I live in Lisbon.", "I live in Berlin."):
+                for text in ("I visited Lisbon.", "I visited Berlin."):
                     memory.ingest(text, user_id=user, wait_for_extraction=True)
                 counted = memory.aggregate_assertions({"group_by": ["object"]}, user_id=user)
                 fact = memory.get_assertion_state(LIVE, user_id=user)
@@ -198,4 +198,4 @@ def test_local_and_remote_clients_answer_alike(tmp_path: Path) -> None:
                 answers.append((counts(counted.model_dump()), fact.status, fact.candidate_count))
                 with pytest.raises(InvalidRequestError):
                     memory.get_assertion_state({"subject": "I"}, user_id=user)
-    assert answers[0] == answers[1] == ({"in berlin": 1, "in lisbon": 1}, "ambiguous", 2)
+    assert answers[0] == answers[1] == ({"berlin": 1, "lisbon": 1}, "ambiguous", 2)

@@ -60,6 +60,7 @@ FULL_TOOLS = {
     "memory_aggregate_assertions",
     "memory_get_assertion_state",
     "memory_get_event_extraction",
+    "memory_organize",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {
@@ -632,3 +633,19 @@ def test_graph_reads_through_mcp_match_their_routes(live_mcp: LiveMcp) -> None:
 
     live_mcp.run(live_mcp.keys["alice"], as_alice)
     live_mcp.run(live_mcp.keys["bob"], as_stranger)
+
+
+def test_memory_organize_runs_the_owners_jobs_and_refuses_an_unknown_one(
+    live_mcp: LiveMcp,
+) -> None:
+    async def session(client: Client) -> None:
+        for _ in range(2):
+            ok(await client.call_tool("memory_store", {"content": "My locker is number 12"}))
+        report = ok(await client.call_tool("memory_organize", {"jobs": ["dedup"]}))
+        assert report["jobs_run"] == ["dedup"]
+        assert report["per_job"]["dedup"]["changed"] == 1
+        assert report["complete"] is True
+        refused = await client.call_tool("memory_organize", {"jobs": ["compact"]})
+        assert refused.is_error
+
+    live_mcp.run(live_mcp.keys["alice"], session)

@@ -178,6 +178,7 @@ ROUTES: dict[tuple[str, str], Case] = {
         "body", lambda _: {"query": {"subject": "Bob", "predicate": "likes"}}
     ),
     ("GET", "/v1/events/{event_id}/extraction"): Case("query", foreign=True),
+    ("POST", "/v1/organize"): Case("body", lambda _: {"budget_ms": 2000}),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -237,6 +238,7 @@ TOOLS: dict[str, Case] = {
     "memory_aggregate_assertions": Case("body", _no_body),
     "memory_get_assertion_state": Case("body", lambda _: {"subject": "Bob", "predicate": "likes"}),
     "memory_get_event_extraction": Case("body", lambda b: {"event_id": b.event_id}, foreign=True),
+    "memory_organize": Case("body", lambda _: {"budget_ms": 2000}),
 }
 
 

@@ -70,7 +70,7 @@ def aggregate(h: Harness, owner: OwnerKey = ALICE, **fields: Any) -> AssertionAg
 
 
 def state(h: Harness, owner: OwnerKey = ALICE, **fields: Any) -> AssertionState:
-    query = {"subject": "I", "predicate": "live", **fields}
+    query = {"subject": "I", "predicate": "visited", **fields}
     return h.engine.get_assertion_state(owner, AssertionStateQuery.model_validate(query))
 
 
@@ -90,17 +90,17 @@ def values(result: AssertionState) -> list[str | None]:
 
 def test_claims_are_counted_exactly_per_normalized_group(any_backend: Harness) -> None:
     h = any_backend
-    lisbon = say(h, "I live in Lisbon.")
-    berlin = [say(h, "I live in Berlin."), say(h, "I live in Berlin.")]
+    lisbon = say(h, "I visited Lisbon.")
+    berlin = [say(h, "I visited Berlin."), say(h, "I visited Berlin.")]
     say(h, "My sister Ana lives in Porto.")
     say(h, "I work at Acme.")
-    result = aggregate(h, subjects=["  i "], predicates=["LIVE"], group_by=["object"])
-    assert counts(result) == {("in berlin",): 2, ("in lisbon",): 1}
+    result = aggregate(h, subjects=["  i "], predicates=["VISITED"], group_by=["object"])
+    assert counts(result) == {("berlin",): 2, ("lisbon",): 1}
     top = result.groups[0]
-    assert top.key == {"object": "in berlin"}
+    assert top.key == {"object": "berlin"}
     assert top.event_count == 2
     assert {e for s in top.samples for e in s.event_ids} == set(berlin)
-    assert {s.object for s in top.samples} == {"in Berlin"}  # as written
+    assert {s.object for s in top.samples} == {"Berlin"}  # as written
     assert result.groups[1].samples[0].event_ids == (lisbon,)
     assert result.exclusions == {"filtered": 2}
     assert (result.claim_nodes, result.matched, result.counted) == (5, 3, 3)
@@ -108,7 +108,7 @@ def test_claims_are_counted_exactly_per_normalized_group(any_backend: Harness) -
     accounted(result)
     everything = aggregate(h, group_by=["subject", "predicate"])
     assert counts(everything) == {
-        ("i", "live"): 3,
+        ("i", "visited"): 3,
         ("i", "work"): 1,
         ("my sister ana", "lives"): 1,
     }
@@ -120,11 +120,11 @@ def test_claims_are_counted_exactly_per_normalized_group(any_backend: Harness) -
 def test_limits_cut_groups_and_samples_never_counts(any_backend: Harness) -> None:
     h = any_backend
     events = []
-    for text in ("I live in Berlin.", "I live in Berlin.", "I live in Lisbon."):
+    for text in ("I visited Berlin.", "I visited Berlin.", "I visited Lisbon."):
         events.append(say(h, text))
         h.clock.advance(hours=1)
     result = aggregate(h, group_by=["object"], group_limit=1, sample_limit=1)
-    assert [g.key for g in result.groups] == [{"object": "in berlin"}]
+    assert [g.key for g in result.groups] == [{"object": "berlin"}]
     assert (result.group_count, result.groups_truncated, result.counted) == (2, True, 3)
     (group,) = result.groups
     assert group.samples_truncated and len(group.samples) == 1
@@ -133,16 +133,16 @@ def test_limits_cut_groups_and_samples_never_counts(any_backend: Harness) -> Non
 
 def test_other_owners_and_tenants_are_never_counted(any_backend: Harness) -> None:
     h = any_backend
-    say(h, "I live in Lisbon.")
-    say(h, "I live in Oslo.", owner=BOB)
-    say(h, "I live in Rome.", owner=OTHER_TENANT_ALICE)
-    assert counts(aggregate(h, group_by=["object"])) == {("in lisbon",): 1}
-    assert counts(aggregate(h, BOB, group_by=["object"])) == {("in oslo",): 1}
+    say(h, "I visited Lisbon.")
+    say(h, "I visited Oslo.", owner=BOB)
+    say(h, "I visited Rome.", owner=OTHER_TENANT_ALICE)
+    assert counts(aggregate(h, group_by=["object"])) == {("lisbon",): 1}
+    assert counts(aggregate(h, BOB, group_by=["object"])) == {("oslo",): 1}
     other = aggregate(h, OTHER_TENANT_ALICE, group_by=["object"])
-    assert counts(other) == {("in rome",): 1}
+    assert counts(other) == {("rome",): 1}
     assert other.claim_nodes == 1
-    assert values(state(h)) == ["in Lisbon"]
-    assert values(state(h, BOB)) == ["in Oslo"]
+    assert values(state(h)) == ["Lisbon"]
+    assert values(state(h, BOB)) == ["Oslo"]
     empty = aggregate(h, OwnerKey(tenant_id="t1", owner_id="nobody"))
     assert (empty.scanned_nodes, empty.groups, empty.group_count) == (0, (), 0)
     nobody = state(h, OwnerKey(tenant_id="t1", owner_id="nobody"))
@@ -153,7 +153,7 @@ def test_the_scan_reads_every_page(any_backend: Harness) -> None:
     h = any_backend
     cities = ["Lisbon", "Berlin", "Porto", "Oslo", "Rome"]
     for city in cities:
-        say(h, f"I live in {city}.")
+        say(h, f"I visited {city}.")
         h.clock.advance(minutes=1)
     stored = len(h.ledger.list_nodes(ALICE))
     query = AssertionQuery(group_by=("object",))
@@ -161,16 +161,16 @@ def test_the_scan_reads_every_page(any_backend: Harness) -> None:
     # Each message makes an entity and a claim: five claims across at least five pages.
     assert result.scanned_nodes == stored >= 10
     assert result.counted == 5
-    assert counts(result) == {(f"in {c.lower()}",): 1 for c in cities}
-    fact = AssertionStateQuery(subject="I", predicate="live")
+    assert counts(result) == {(c.lower(),): 1 for c in cities}
+    fact = AssertionStateQuery(subject="I", predicate="visited")
     paged = assertions.get_assertion_state(h.engine.deps, ALICE, fact, page_size=2)
     assert paged.scanned_nodes == stored
     assert (paged.timeline_count, paged.candidate_count) == (5, 5)
     assert paged.status == "ambiguous"
     cut = state(h, limit=2)
-    assert [e.object for e in cut.timeline] == ["in Oslo", "in Rome"]  # the newest, in order
+    assert [e.object for e in cut.timeline] == ["Oslo", "Rome"]  # the newest, in order
     assert (cut.timeline_truncated, cut.timeline_count) == (True, 5)
-    assert [c.object for c in cut.candidates] == ["in Rome", "in Oslo"]
+    assert [c.object for c in cut.candidates] == ["Rome", "Oslo"]
     assert cut.candidate_count == 5
 
 
@@ -179,15 +179,15 @@ def test_a_supersedence_ends_the_old_value_and_is_judged_as_of_knowledge_at(
 ) -> None:
     h = any_backend
     t0 = h.clock.now()
-    lisbon = claim(h, say(h, "I live in Lisbon."))
+    lisbon = claim(h, say(h, "I visited Lisbon."))
     h.clock.advance(days=10)
     t1 = h.clock.now()
-    berlin_event = say(h, "I live in Berlin.")
+    berlin_event = say(h, "I visited Berlin.")
     berlin = claim(h, berlin_event)
     # Two claims, nothing superseded: both are candidates, none is chosen.
     before = state(h)
     assert before.status == "ambiguous" and before.value is None
-    assert values(before) == ["in Berlin", "in Lisbon"]  # newest first
+    assert values(before) == ["Berlin", "Lisbon"]  # newest first
     h.clock.advance(days=1)
     t2 = h.clock.now()
     h.engine.supersede(
@@ -196,15 +196,15 @@ def test_a_supersedence_ends_the_old_value_and_is_judged_as_of_knowledge_at(
     h.clock.advance(days=1)
 
     now = state(h)
-    assert (now.status, now.value) == ("current", "in Berlin")
+    assert (now.status, now.value) == ("current", "Berlin")
     assert [(e.object, e.lifecycle_state, e.valid_to) for e in now.timeline] == [
-        ("in Lisbon", LifecycleState.SUPERSEDED, t2),
-        ("in Berlin", berlin.lifecycle_state, None),
+        ("Lisbon", LifecycleState.SUPERSEDED, t2),
+        ("Berlin", berlin.lifecycle_state, None),
     ]
     assert [e.current for e in now.timeline] == [False, True]
     assert now.timeline[1].event_ids == (berlin_event,)
     # Inside Lisbon's window, before Berlin was said.
-    assert state(h, valid_at=t0 + timedelta(days=1)).value == "in Lisbon"
+    assert state(h, valid_at=t0 + timedelta(days=1)).value == "Lisbon"
     # Known just before the supersedence: Lisbon was still open, so the state was ambiguous.
     then = state(h, knowledge_at=t2 - timedelta(hours=1))
     assert then.status == "ambiguous"
@@ -212,62 +212,62 @@ def test_a_supersedence_ends_the_old_value_and_is_judged_as_of_knowledge_at(
     assert then.knowledge_at_inexact == 0
     # Known before Berlin was stored: Lisbon alone.
     early = state(h, knowledge_at=t1 - timedelta(hours=1))
-    assert (early.status, early.value, early.timeline_count) == ("current", "in Lisbon", 1)
+    assert (early.status, early.value, early.timeline_count) == ("current", "Lisbon", 1)
 
     default = aggregate(h, group_by=["object"])
-    assert counts(default) == {("in berlin",): 1}
+    assert counts(default) == {("berlin",): 1}
     assert default.exclusions == {"inactive": 1}
     known_then = aggregate(h, group_by=["object"], knowledge_at=t2 - timedelta(hours=1))
-    assert counts(known_then) == {("in berlin",): 1, ("in lisbon",): 1}
+    assert counts(known_then) == {("berlin",): 1, ("lisbon",): 1}
     assert known_then.knowledge_at_inexact == 0
     first_day = aggregate(h, group_by=["object"], knowledge_at=t0 + timedelta(hours=1))
-    assert counts(first_day) == {("in lisbon",): 1}
+    assert counts(first_day) == {("lisbon",): 1}
     assert first_day.exclusions == {"not_yet_known": 1}
     history = aggregate(
         h, group_by=["object"], retrieval_mode="explicit", lifecycle_states=["superseded"]
     )
-    assert counts(history) == {("in lisbon",): 1}
+    assert counts(history) == {("lisbon",): 1}
     assert history.exclusions == {"lifecycle_state": 1}
     window = aggregate(
         h, group_by=["object"], retrieval_mode="explicit", valid_at=t0 + timedelta(days=1)
     )
-    assert counts(window) == {("in lisbon",): 1}
+    assert counts(window) == {("lisbon",): 1}
     assert window.exclusions == {"not_valid_at": 1}
 
 
 def test_a_negation_ends_a_value_instead_of_being_one(any_backend: Harness) -> None:
     h = any_backend
     t0 = h.clock.now()
-    lisbon = claim(h, say(h, "I live in Lisbon."))
+    lisbon = claim(h, say(h, "I visited Lisbon."))
     h.clock.advance(days=5)
     t1 = h.clock.now()
     # The shape a negation-aware extractor records for "I don't live in Lisbon anymore."
     negation = reshape(
         h,
         claim(h, say(h, "I don't live in Lisbon anymore.")),
-        predicate="live",
-        object="in Lisbon",
+        predicate="visited",
+        object="Lisbon",
         polarity="negated",
         replaces_object=None,
     )
     ended = state(h)
     assert (ended.status, ended.candidates) == ("unknown", ())
     assert [(e.object, e.polarity, e.ended_by) for e in ended.timeline] == [
-        ("in Lisbon", "affirmed", negation.id),
-        ("in Lisbon", "negated", None),
+        ("Lisbon", "affirmed", negation.id),
+        ("Lisbon", "negated", None),
     ]
-    assert state(h, valid_at=t0 + timedelta(days=1)).value == "in Lisbon"
+    assert state(h, valid_at=t0 + timedelta(days=1)).value == "Lisbon"
     h.clock.advance(days=5)
-    say(h, "I live in Berlin.")
+    say(h, "I visited Berlin.")
     moved = state(h)
-    assert (moved.status, moved.value) == ("current", "in Berlin")
+    assert (moved.status, moved.value) == ("current", "Berlin")
     assert moved.timeline[0].node_id == lisbon.id and not moved.timeline[0].current
 
-    by_polarity = aggregate(h, predicates=["live"], group_by=["object", "polarity"])
+    by_polarity = aggregate(h, predicates=["visited"], group_by=["object", "polarity"])
     assert counts(by_polarity) == {
-        ("in lisbon", "affirmed"): 1,
-        ("in berlin", "affirmed"): 1,
-        ("in lisbon", "negated"): 1,
+        ("lisbon", "affirmed"): 1,
+        ("berlin", "affirmed"): 1,
+        ("lisbon", "negated"): 1,
     }
     denied = aggregate(h, polarities=["negated"], group_by=["subject"])
     assert counts(denied) == {("i",): 1}
@@ -277,21 +277,21 @@ def test_a_negation_ends_a_value_instead_of_being_one(any_backend: Harness) -> N
 
 def test_broken_claims_are_counted_as_malformed_never_guessed(any_backend: Harness) -> None:
     h = any_backend
-    say(h, "I live in Lisbon.")
-    reshape(h, claim(h, say(h, "I live in Berlin.")), polarity="maybe")
-    reshape(h, claim(h, say(h, "I live in Porto.")), subject=5)
+    say(h, "I visited Lisbon.")
+    reshape(h, claim(h, say(h, "I visited Berlin.")), polarity="maybe")
+    reshape(h, claim(h, say(h, "I visited Porto.")), subject=5)
     result = aggregate(h, group_by=["object"])
-    assert counts(result) == {("in lisbon",): 1}
+    assert counts(result) == {("lisbon",): 1}
     assert result.exclusions == {"malformed": 2}
     accounted(result)
-    assert [e.object for e in state(h).timeline] == ["in Lisbon"]
+    assert [e.object for e in state(h).timeline] == ["Lisbon"]
 
 
 def test_state_changed_after_knowledge_at_without_a_supersedence_is_reported_inexact(
     any_backend: Harness,
 ) -> None:
     h = any_backend
-    lisbon = claim(h, say(h, "I live in Lisbon."))
+    lisbon = claim(h, say(h, "I visited Lisbon."))
     h.clock.advance(days=1)
     known = h.clock.now()
     h.clock.advance(days=1)
@@ -305,28 +305,48 @@ def test_state_changed_after_knowledge_at_without_a_supersedence_is_reported_ine
 
 def test_event_time_window_is_inclusive_and_needs_an_event_time(any_backend: Harness) -> None:
     h = any_backend
-    say(h, "I live in Lisbon.", event_time="2024-01-10T12:00:00Z")
-    say(h, "I live in Berlin.", event_time="2024-03-10T12:00:00Z")
-    say(h, "I live in Porto.")
+    say(h, "I visited Lisbon.", event_time="2024-01-10T12:00:00Z")
+    say(h, "I visited Berlin.", event_time="2024-03-10T12:00:00Z")
+    say(h, "I visited Porto.")
     result = aggregate(
         h,
         group_by=["object"],
         event_time_from="2024-01-01T00:00:00Z",
         event_time_to="2024-01-10T12:00:00Z",
     )
-    assert counts(result) == {("in lisbon",): 1}
+    assert counts(result) == {("lisbon",): 1}
     assert result.exclusions == {"no_event_time": 1, "outside_event_time_window": 1}
     assert result.matched == 1
 
 
 def test_client_validates_a_dict_query_before_reading(tmp_path: Path) -> None:
     with MemoryClient(tmp_path / "memory", settings=Settings(embedder="hashing")) as memory:
-        memory.ingest("I live in Lisbon.", wait_for_extraction=True)
+        memory.ingest("I visited Lisbon.", wait_for_extraction=True)
         with pytest.raises(InvalidRequestError) as raised:
             memory.aggregate_assertions({"group_by": []})
         assert raised.value.field[:2] == ("query", "group_by")
         result = memory.aggregate_assertions({"group_by": ["object"]})
-        assert counts(result) == {("in lisbon",): 1}
-        fact = memory.get_assertion_state({"subject": "I", "predicate": "live"})
-        assert (fact.status, fact.value) == ("current", "in Lisbon")
+        assert counts(result) == {("lisbon",): 1}
+        fact = memory.get_assertion_state({"subject": "I", "predicate": "visited"})
+        assert (fact.status, fact.value) == ("current", "Lisbon")
         assert isinstance(fact.valid_at, datetime)
+
+
+def test_a_fact_is_read_across_its_predicate_family_as_ingest_updates_it(
+    any_backend: Harness,
+) -> None:
+    """ "live in", "moved to" and "relocated to" state one fact (`lives_in`), the same family
+    ingest matches when it supersedes: the state of "I live" follows a move."""
+    h = any_backend
+    say(h, "I live in Lisbon.")
+    h.clock.advance(hours=1)
+    say(h, "I moved from Lisbon to Berlin.")
+    now = state(h, predicate="live")
+    assert (now.status, now.value) == ("current", "Berlin")
+    assert [(e.object, e.current) for e in now.timeline] == [("in Lisbon", False), ("Berlin", True)]
+    assert now.timeline[0].lifecycle_state is LifecycleState.SUPERSEDED
+    # The family's own name reads the same fact; the count by family sees both claims.
+    assert state(h, predicate="lives_in").value == "Berlin"
+    counted = aggregate(h, predicates=["live"], group_by=["object"], retrieval_mode="explicit")
+    assert counts(counted) == {("berlin",): 1, ("in lisbon",): 1}
+    assert counts(aggregate(h, predicates=["live"], group_by=["object"])) == {("berlin",): 1}

@@ -382,8 +382,9 @@ TABLE_CALLS = {
     "extractor": ["GetItem", "PutItem", "Query", "UpdateItem"],
     # GetItem: the owner's erasure record, read before an import is saved.
     "ingest": ["BatchGetItem", "GetItem", "PutItem"],
-    # Queries, and the Put and Update writes of archiving, sweeping and alias scans.
-    "maintenance": ["PutItem", "Query", "UpdateItem"],
+    # Queries, and the Put and Update writes of archiving, sweeping and alias scans; the
+    # organizer lists owners and tenants (Scan) and reads a duplicate with its keeper.
+    "maintenance": ["BatchGetItem", "PutItem", "Query", "Scan", "UpdateItem"],
 }
 # Workers announce nothing: a failed write leaves the work pending for redelivery and sweeps.
 SENDS_TO = {

@@ -9,7 +9,9 @@ from typing import Any
 
 from prme.model.graph import (
     RECEIPT_OPERATION_NAME,
+    direct_store_record_id,
     history_position,
+    history_reference_ids,
     is_history_position,
     referenced_node_ids,
 )
@@ -74,3 +76,22 @@ def test_positions_sort_by_instant_whatever_the_offset_then_by_id() -> None:
     assert history_position(AT, "a") < history_position(AT, "b")
     assert all(is_history_position(p) for p in positions)
     assert not is_history_position("2026-01-02|x")
+
+
+def test_a_direct_store_under_its_derived_id_gets_no_reference_but_still_names_its_node() -> None:
+    """A store's record is found from the node's evidence (one item less in each store's
+    DynamoDB transaction); a record saved before ids were derived keeps its reference."""
+    event, node = str(uuid.uuid4()), str(uuid.uuid4())
+    payload = {"event_id": event, "node": {"id": node}}
+    derived = JournalRecord.build(
+        record_id=direct_store_record_id(event),
+        owner=OwnerKey(tenant_id="t", owner_id="o"),
+        operation="direct_store",
+        subject_id=event,
+        created_at=datetime.now(UTC),
+        payload=payload,
+    )
+    older = derived.model_copy(update={"id": str(uuid.uuid4())})
+    assert history_reference_ids(derived) == ()
+    assert referenced_node_ids(derived) == (event, node)
+    assert history_reference_ids(older) == (event, node)

@@ -38,6 +38,8 @@ from prme.model.enums import (
     LifecycleState,
     RetrievalMode,
 )
+from prme.model.extraction import assertion_key
+from prme.model.extraction import predicate_key as predicate_family
 from prme.model.records import EXTRACTION_METADATA_KEY, MemoryNode, OwnerKey
 
 # Nodes read per ledger page: memory holds one page of nodes at a time.
@@ -55,6 +57,16 @@ class _Claim:
     predicate: str
     object: str | None
     polarity: Polarity
+    # The `subject|family` key extraction saved with the claim (None before it saved one).
+    stored_key: str | None = None
+
+    @cached_property
+    def fact_key(self) -> tuple[str, str]:
+        """(subject, predicate family) of the fact this claim states a value of: "live in",
+        "moved to" and "relocated to" are one family (`lives_in`), as ingest matches them."""
+        key = self.stored_key or assertion_key(self.subject, self.predicate, self.object)
+        subject, _, family = key.rpartition("|")
+        return subject, family
 
     @cached_property
     def subject_key(self) -> str:
@@ -94,6 +106,7 @@ def read_claim(node: MemoryNode) -> _Claim | Literal["malformed"] | None:
         return None
     subject, predicate, obj = meta.get("subject"), meta.get("predicate"), meta.get("object")
     polarity = meta.get("polarity")
+    stored_key = meta.get("assertion_key")
     if not all(isinstance(text, str) and normalize_subject(text) for text in (subject, predicate)):
         return "malformed"
     if obj is not None and not isinstance(obj, str):
@@ -109,6 +122,7 @@ def read_claim(node: MemoryNode) -> _Claim | Literal["malformed"] | None:
         # A blank object records no value, like a missing one.
         object=obj if obj is not None and normalize_subject(obj) else None,
         polarity="negated" if polarity == "negated" else "affirmed",
+        stored_key=stored_key if isinstance(stored_key, str) and "|" in stored_key else None,
     )
 
 
@@ -197,6 +211,8 @@ class _Filters:
 
     subjects: frozenset[str] | None
     predicates: frozenset[str] | None
+    # The predicate families the query's predicates name ("live" -> lives_in).
+    families: frozenset[str] | None
     objects: frozenset[str] | None
 
     @classmethod
@@ -204,6 +220,7 @@ class _Filters:
         return cls(
             subjects=_normalized(query.subjects, predicate=False),
             predicates=_normalized(query.predicates, predicate=True),
+            families=_families(query.predicates),
             objects=_normalized(query.objects, predicate=False),
         )
 
@@ -214,7 +231,9 @@ class _Filters:
             return False
         if self.subjects is not None and claim.subject_key not in self.subjects:
             return False
-        if self.predicates is not None and claim.predicate_key not in self.predicates:
+        if self.predicates is not None and not (
+            claim.predicate_key in self.predicates or claim.fact_key[1] in (self.families or ())
+        ):
             return False
         return self.objects is None or (
             claim.object_key is not None and claim.object_key in self.objects
@@ -226,6 +245,12 @@ def _normalized(values: tuple[str, ...] | None, *, predicate: bool) -> frozenset
         return None
     normalize = normalize_assertion_predicate if predicate else normalize_subject
     return frozenset(normalize(value) for value in values)
+
+
+def _families(values: tuple[str, ...] | None) -> frozenset[str] | None:
+    if values is None:
+        return None
+    return frozenset(predicate_family(value) for value in values)
 
 
 def _exclusion(
@@ -425,6 +450,7 @@ def get_assertion_state(
     as_of = _AsOf(deps, owner, knowledge_at)
     subject_key = normalize_subject(query.subject)
     predicate_key = normalize_assertion_predicate(query.predicate)
+    family = predicate_family(query.predicate)
     # Only this fact's assertions are kept: memory grows with them, not with the owner.
     stated: list[_Stated] = []
     scanned = 0
@@ -433,7 +459,10 @@ def get_assertion_state(
         claim = read_claim(node)
         if claim is None or claim == "malformed":
             continue
-        if claim.subject_key != subject_key or claim.predicate_key != predicate_key:
+        fact_subject, fact_family = claim.fact_key
+        if subject_key not in (claim.subject_key, fact_subject):
+            continue
+        if predicate_key != claim.predicate_key and family != fact_family:
             continue
         if query.scope is not None and node.scope is not query.scope:
             continue

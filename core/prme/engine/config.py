@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from prme.engine.organizer_rules import OrganizerConfig
 from prme.model.enums import NodeType
 from prme.model.inputs import DEFAULT_NODE_TYPE
 from prme.retrieval.profiles import (
@@ -113,6 +114,8 @@ class EngineConfig(BaseModel):
     # Days a usage entry is kept (DynamoDB's TTL deletes it after that): past a year, so a
     # year's bill can still be summed from it.
     usage_retention_days: int = Field(default=400, ge=1)
+    # The organizer's thresholds (engine/organizer_rules.py; `PRME_ORGANIZER__*`).
+    organizer: OrganizerConfig = Field(default_factory=OrganizerConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -20,6 +20,8 @@ from prme.model.graph import (
     NodeNeighborhood,
     NodeProvenance,
     OperationEntry,
+    direct_store_record_id,
+    history_position,
     is_history_position,
     referenced_node_ids,
 )
@@ -56,13 +58,39 @@ def get_node_provenance(
     page = deps.ledger.list_node_history(
         owner, node.id, after=operation_cursor, limit=operation_limit
     )
+    records, next_cursor = list(page.records), page.next_position
+    created = _creation_record(deps, owner, node, refs)
+    if (
+        created is not None
+        and operation_cursor is None
+        and created.id not in {r.id for r in records}
+    ):
+        # The creation record has no history reference (see direct_store_record_id); it
+        # is the oldest record of the node, so it opens the first page.
+        records.insert(0, created)
+        if len(records) > operation_limit:
+            del records[operation_limit:]
+            last = records[-1]
+            next_cursor = history_position(last.created_at, last.id)
     return NodeProvenance(
         node=node,
         evidence=tuple(events[ref] for ref in refs if ref in events),
         missing_evidence=tuple(ref for ref in refs if ref not in events),
-        operations=tuple(OperationEntry(r, _intact(r, owner, node.id)) for r in page.records),
-        next_cursor=page.next_position,
+        operations=tuple(OperationEntry(r, _intact(r, owner, node.id)) for r in records),
+        next_cursor=next_cursor,
     )
+
+
+def _creation_record(
+    deps: EngineDeps, owner: OwnerKey, node: MemoryNode, evidence: tuple[str, ...]
+) -> JournalRecord | None:
+    """The direct store record that saved this node, read by its derived id."""
+    for event_id in evidence[:1]:
+        record = deps.ledger.get_journal(owner, direct_store_record_id(event_id))
+        snapshot = record.payload.get("node") if record is not None else None
+        if isinstance(snapshot, dict) and snapshot.get("id") == node.id:
+            return record
+    return None
 
 
 def get_node_neighborhood(

@@ -16,10 +16,12 @@ from typing import Any
 from prme.engine.deps import EngineDeps
 from prme.engine.idempotency import check_replay, new_record
 from prme.engine.materialize import index_work_item
+from prme.engine.organizer_rules import decay_record
 from prme.errors import ConflictError, InvalidRequestError, NotFoundError, PrmeError
 from prme.model.canonical import checksum
 from prme.model.enums import INACTIVE_LIFECYCLE_STATES, LifecycleState
 from prme.model.records import (
+    DECAY_METADATA_KEY,
     IdempotencyRecord,
     JournalRecord,
     MemoryEdge,
@@ -208,12 +210,20 @@ def reinforce(
         refs = node.evidence_refs
         if evidence_id is not None and evidence_id not in refs:
             refs = (*refs, evidence_id)
+        now = deps.clock.now()
+        confidence = node.confidence + (1.0 - node.confidence) * _REINFORCE_STEP
+        salience = min(1.0, node.salience + _REINFORCE_STEP)
         return node.model_copy(
             update={
-                "confidence": node.confidence + (1.0 - node.confidence) * _REINFORCE_STEP,
-                "salience": min(1.0, node.salience + _REINFORCE_STEP),
+                "confidence": confidence,
+                "salience": salience,
                 "evidence_refs": refs,
-                "updated_at": deps.clock.now(),
+                "updated_at": now,
+                # The organizer's decay starts again from the reinforced values.
+                "metadata": {
+                    **node.metadata,
+                    DECAY_METADATA_KEY: decay_record(salience, confidence, now),
+                },
             }
         )
 

@@ -22,6 +22,7 @@ from prme.engine import (
     lifecycle,
     manage,
     metering,
+    organizer,
     portability,
     quantities,
     reads,
@@ -77,6 +78,7 @@ from prme.model.inputs import (
     StoreInput,
 )
 from prme.model.limits import LimitsReport
+from prme.model.organizer import OrganizeInput, OrganizeReport, OrganizerPass
 from prme.model.portability import ExportPage, ImportBatch, ImportReport
 from prme.model.quantities import (
     QuantityAggregation,
@@ -249,6 +251,14 @@ class MemoryEngine:
         deletes up to ten times as many expired receipts."""
         expiry.delete_expired_receipts(self.deps, limit=10 * limit)
         return expiry.archive_expired_nodes(self.deps, limit=limit)
+
+    def organize(self, owner: OwnerKey, request: OrganizeInput) -> OrganizeReport:
+        """Run the organizer's jobs over the owner's memory within the request's budget."""
+        return organizer.organize(self.deps, owner, request)
+
+    def organize_owners(self, tenant_ids: Sequence[str], *, budget_ms: int) -> OrganizerPass:
+        """The organizer over every owner of these tenants, sharing `budget_ms`."""
+        return organizer.organize_owners(self.deps, tenant_ids, budget_ms=budget_ms)
 
     def sweep_overdue(self, *, overdue_seconds: int | Mapping[WorkFamily, int]) -> SweepReport:
         """Re-announce overdue queued work of every family; fail what stays overdue."""

@@ -25,6 +25,7 @@ from prme.engine.reads import summarize_work
 from prme.engine.work_retry import after_failed_attempt
 from prme.errors import PrmeError
 from prme.model.enums import NodeType, ProcessingStatus, WorkKind
+from prme.model.graph import direct_store_record_id
 from prme.model.inputs import StoreInput
 from prme.model.records import (
     VALUE_BINDINGS_METADATA_KEY,
@@ -86,7 +87,7 @@ def build_store_commit(
         ),
     )
     journal = JournalRecord.build(
-        record_id=deps.ids(),
+        record_id=direct_store_record_id(event.id),
         owner=owner,
         operation=DIRECT_STORE_OPERATION,
         subject_id=event.id,

@@ -64,6 +64,7 @@ from prme.http.judgment_schemas import (
     RelevanceRequest,
     ResolveToolArgumentsRequest,
 )
+from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.schemas import (
     FastIngestRequest,
     IngestRequest,
@@ -100,6 +101,12 @@ from prme.model.inputs import (
     StoreInput,
 )
 from prme.model.listings import NodeFilter
+from prme.model.organizer import (
+    DEFAULT_BUDGET_MS,
+    MAX_BUDGET_MS,
+    OrganizeInput,
+    OrganizerJob,
+)
 from prme.model.quantities import QuantityAggregationQuery
 from prme.model.records import MemoryNode, OwnerKey
 from prme.operations import (
@@ -469,6 +476,7 @@ def build_mcp_server(
     _conflict_tools(server, engine, run)
     _graph_tools(server, engine, run)
     _assertion_tools(server, engine, run)
+    _organizer_tools(server, engine, run)
     return server
 
 
@@ -1101,3 +1109,18 @@ def _assertion_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) 
             user_id,
             lambda owner: engine.get_assertion_state(owner, validated(AssertionStateQuery, fields)),
         )
+
+
+def _organizer_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """The organizer's run over the owner's memory."""
+
+    @_tool(server, "memory_organize")
+    def memory_organize(
+        jobs: Annotated[list[OrganizerJob] | None, described(OrganizeRequest, "jobs")] = None,
+        budget_ms: Annotated[
+            int, described(OrganizeRequest, "budget_ms", ge=1, le=MAX_BUDGET_MS)
+        ] = DEFAULT_BUDGET_MS,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        fields = _present({"jobs": jobs, "budget_ms": budget_ms})
+        return run(user_id, lambda owner: engine.organize(owner, validated(OrganizeInput, fields)))

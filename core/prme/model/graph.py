@@ -65,6 +65,19 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
+DIRECT_STORE_OPERATION_NAME = "direct_store"
+_DIRECT_STORE_RECORD = uuid.UUID("5f0f8a53-4b6e-4c53-9d0e-6d2c3e1a7b21")
+
+
+def direct_store_record_id(event_id: str) -> str:
+    """The id of the journal record that saved a direct store's node, derived from its event.
+
+    Derived, so a node's creation record is read by key from its evidence instead of through
+    a history reference: on DynamoDB that reference would add a second billed item to every
+    store's transaction. Records saved before ids were derived keep their references."""
+    return str(uuid.uuid5(_DIRECT_STORE_RECORD, event_id))
+
+
 def referenced_node_ids(record: JournalRecord) -> tuple[str, ...]:
     """The ids a journal record is listed under in the per-node history: its subject (when it
     is an id of something other than the record itself) and every node its payload names
@@ -84,6 +97,17 @@ def referenced_node_ids(record: JournalRecord) -> tuple[str, ...]:
     if isinstance(snapshot, dict) and isinstance(snapshot.get("id"), str):
         named.append(snapshot["id"])
     return tuple(dict.fromkeys(value for value in named if value))
+
+
+def history_reference_ids(record: JournalRecord) -> tuple[str, ...]:
+    """The nodes a ledger saves a history reference to the record for: every node it names,
+    except a direct store's record under its derived id, which is read from the node's
+    evidence instead (see direct_store_record_id)."""
+    if record.operation == DIRECT_STORE_OPERATION_NAME and record.id == direct_store_record_id(
+        record.subject_id
+    ):
+        return ()
+    return referenced_node_ids(record)
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,16 @@ SPEAKER_METADATA_KEY = "prme_speaker_v1"
 VALUE_BINDINGS_METADATA_KEY = "prme_value_bindings_v1"
 # What an extractor derived a node from; only extraction writes it, so callers may not.
 EXTRACTION_METADATA_KEY = "prme_extraction_v1"
+# Where the organizer's decay starts from (values and time of the last store or
+# reinforcement); only the organizer and reinforcement write it.
+DECAY_METADATA_KEY = "prme_decay_v1"
 RESERVED_METADATA_KEYS = frozenset(
     {
         SPEAKER_METADATA_KEY,
         VALUE_BINDINGS_METADATA_KEY,
         EXTRACTION_METADATA_KEY,
         CONDITION_METADATA_KEY,
+        DECAY_METADATA_KEY,
     }
 )
 

@@ -43,7 +43,7 @@ from prme.errors import (
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.extraction import stored_assertion_key
-from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
+from prme.model.graph import NodeHistoryPage, history_position, history_reference_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -534,7 +534,7 @@ class DynamoDbLedger:
                 "position": {"S": position},
                 "journal_id": {"S": j.id},
             }
-            for node_id in referenced_node_ids(j)
+            for node_id in history_reference_ids(j)
         ]
 
     def _transact_with_history(
@@ -1185,7 +1185,7 @@ class DynamoDbLedger:
             position = history_position(record.created_at, record.id)
             keys += [
                 _key(pk, _history_sk(node_id, position))
-                for node_id in referenced_node_ids(record)
+                for node_id in history_reference_ids(record)
                 if node_id not in gone
             ]
         return keys

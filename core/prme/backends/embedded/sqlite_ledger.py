@@ -33,7 +33,7 @@ from prme.errors import (
 )
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
-from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
+from prme.model.graph import NodeHistoryPage, history_position, history_reference_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -79,8 +79,10 @@ CREATE TABLE IF NOT EXISTS node_expiry (
     PRIMARY KEY (tenant, owner, node_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS node_expiry_by_time ON node_expiry (expires_at);
 CREATE INDEX IF NOT EXISTS nodes_by_assertion ON nodes (
-    tenant, owner, json_extract(body, '$.metadata.prme_extraction_v1.assertion_key'),
-    json_extract(body, '$.created_at'));
+    tenant, owner,
+    CASE WHEN json_valid(body)
+    THEN json_extract(body, '$.metadata.prme_extraction_v1.assertion_key') END,
+    CASE WHEN json_valid(body) THEN json_extract(body, '$.created_at') END);
 CREATE TABLE IF NOT EXISTS edges (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL,
     target TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID;
@@ -456,7 +458,7 @@ class SqliteLedger:
             "INSERT OR IGNORE INTO journal_nodes VALUES (?, ?, ?, ?, ?)",
             [
                 (j.tenant_id, j.owner_id, node_id, position, j.id)
-                for node_id in referenced_node_ids(j)
+                for node_id in history_reference_ids(j)
             ],
         )
 
@@ -547,10 +549,15 @@ class SqliteLedger:
         self, owner: OwnerKey, assertion_key: str, limit: int
     ) -> list[MemoryNode]:
         # The expression index `nodes_by_assertion` answers this without reading other nodes.
+        # Its expressions (repeated here word for word, or SQLite would not use it) guard
+        # json_extract with json_valid: json_extract raises on a damaged body, and an index
+        # over it would refuse every write of one, so no record could be quarantined.
         rows = self._query(
             "SELECT id, body FROM nodes WHERE tenant=? AND owner=? AND "
-            "json_extract(body, '$.metadata.prme_extraction_v1.assertion_key')=? "
-            "ORDER BY json_extract(body, '$.created_at') DESC, id DESC LIMIT ?",
+            "CASE WHEN json_valid(body) "
+            "THEN json_extract(body, '$.metadata.prme_extraction_v1.assertion_key') END=? "
+            "ORDER BY CASE WHEN json_valid(body) THEN json_extract(body, '$.created_at') END "
+            "DESC, id DESC LIMIT ?",
             (owner.tenant_id, owner.owner_id, assertion_key, max(limit, 0)),
         )
         return load_readable(MemoryNode, "node", rows)

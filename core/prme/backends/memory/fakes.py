@@ -23,7 +23,7 @@ from prme.errors import (
 from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.extraction import stored_assertion_key
-from prme.model.graph import NodeHistoryPage, history_position, referenced_node_ids
+from prme.model.graph import NodeHistoryPage, history_position, history_reference_ids
 from prme.model.listings import EventDeletion
 from prme.model.records import (
     Credential,
@@ -82,7 +82,7 @@ class InMemoryLedger:
     def _put_journal(self, record: JournalRecord) -> None:
         self.journal[(record.tenant_id, record.owner_id, record.id)] = record
         position = history_position(record.created_at, record.id)
-        for node_id in referenced_node_ids(record):
+        for node_id in history_reference_ids(record):
             refs = self.node_history.setdefault((record.tenant_id, record.owner_id, node_id), {})
             refs[position] = record.id
 
