@@ -25,6 +25,7 @@ from tests.harness.iam import (  # noqa: F401 - IAM-enforcing moto and OpenSearc
 )
 from tests.harness.lambda_events import deployed  # noqa: F401 - the Lambda environment
 from tests.harness.limits import limited_api  # noqa: F401 - the API with per-tenant limits
+from tests.harness.redteam20 import racing_backend  # noqa: F401 - backends for race tests
 from tests.harness.stack_template import stack_template  # noqa: F401 - the synthesized stack, once per run
 
 

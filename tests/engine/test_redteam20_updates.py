@@ -46,9 +46,9 @@ def test_a_subject_whose_key_outgrows_a_sort_key_still_extracts_and_supersedes(
 
 
 def test_two_ingests_racing_to_supersede_one_claim_supersede_it_once(
-    any_backend: Harness,
+    racing_backend: Harness,
 ) -> None:
-    h = any_backend
+    h = racing_backend
     lisbon = say(h, "I live in Lisbon.")
     h.clock.advance(minutes=1)
     # Both extractions plan against Lisbon before either commits.

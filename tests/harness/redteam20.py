@@ -3,13 +3,17 @@ extractor, and the HTTP calls of the condition routes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from prme.engine.deps import EngineDeps
 from prme.engine.service import MemoryEngine
 from prme.model.inputs import IngestInput, StoreInput
 from prme.model.records import MemoryNode, OwnerKey
-from tests.harness.engines import ALICE, Harness
+from tests.harness.engines import ALICE, Harness, embedded_harness, memory_harness
 from tests.harness.http import Api
 
 CONDITION = {"condition": "Ana booked the Friday flight"}
@@ -46,3 +50,19 @@ def stored(api: Api, content: str, **body: Any) -> Any:
 
 def put_condition(api: Api, node_id: str, body: dict[str, Any]) -> Any:
     return api.client.put(f"/v1/nodes/{node_id}/condition", json=body, headers=api.alice)
+
+
+@pytest.fixture(params=["memory", "embedded"])
+def racing_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    """The backends whose transactions stay isolated under concurrent commits. Moto is left
+    out: a cancelled TransactWriteItems restores a copy of the whole table taken before it
+    ran, undoing a concurrent transaction that committed meanwhile (real DynamoDB does not),
+    so a race test on it fails for moto's reasons."""
+    if request.param == "memory":
+        yield memory_harness()
+        return
+    h = embedded_harness(tmp_path / "data")
+    yield h
+    h.index.close()  # type: ignore[attr-defined]
+    h.ledger.close()  # type: ignore[attr-defined]
+    h.usage.close()  # type: ignore[union-attr]

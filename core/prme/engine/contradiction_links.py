@@ -25,21 +25,37 @@ def linking_edges(edges: Iterable[MemoryEdge], node_id: str, other_id: str) -> l
 def contradicted_by(
     deps: EngineDeps, owner: OwnerKey, nodes: Iterable[MemoryNode]
 ) -> dict[str, str]:
-    """For each contested node, the memory it contradicts (the newest link's other side).
+    """For each contested node, the memory it contradicts: the newest link's other side among
+    those still contested (a contradiction still open), else the newest link's.
 
-    One edge read per contested node: few results are contested."""
-    partners: dict[str, str] = {}
+    One edge read per contested node (few results are contested) and one read of the other
+    sides."""
+    linked: dict[str, list[str]] = {}
     for node in nodes:
         if node.lifecycle_state is not LifecycleState.CONTESTED:
             continue
-        links = [
-            e
-            for e in deps.ledger.list_node_edges(owner, node.id)
-            if e.edge_type == CONTRADICTS_EDGE
+        links = sorted(
+            (
+                e
+                for e in deps.ledger.list_node_edges(owner, node.id)
+                if e.edge_type == CONTRADICTS_EDGE
+            ),
+            key=lambda e: (e.created_at, e.id),
+            reverse=True,
+        )
+        others = [
+            e.target_node_id if e.source_node_id == node.id else e.source_node_id for e in links
         ]
-        if links:
-            newest = max(links, key=lambda e: (e.created_at, e.id))
-            partners[node.id] = (
-                newest.target_node_id if newest.source_node_id == node.id else newest.source_node_id
-            )
-    return partners
+        if others:
+            linked[node.id] = others
+    if not linked:
+        return {}
+    # A winner still contested by a third memory also links the loser it settled with.
+    others_read = deps.ledger.get_nodes(owner, sorted({o for ids in linked.values() for o in ids}))
+    open_sides = {
+        i for i, n in others_read.items() if n.lifecycle_state is LifecycleState.CONTESTED
+    }
+    return {
+        node_id: next((o for o in others if o in open_sides), others[0])
+        for node_id, others in linked.items()
+    }
