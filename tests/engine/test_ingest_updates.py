@@ -234,3 +234,30 @@ def test_a_long_message_with_many_updates_fits_one_commit(any_backend: Harness) 
     record = extraction_record(h, long_note.evidence_refs[0])
     assert len(record.payload["superseded"]) == 5  # the most one commit takes
     assert len(record.payload["node_ids"]) == 20
+
+
+def test_a_note_whose_every_claim_is_superseded_is_superseded_with_them(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    lisbon = say(h, "I live in Lisbon. Loving it here!")
+    (claim,) = [
+        n
+        for n in h.ledger.list_event_nodes(ALICE, lisbon.evidence_refs[0])
+        if n.node_type is NodeType.FACT
+    ]
+
+    berlin = say(h, "I moved from Lisbon to Berlin.")
+
+    assert state(h, claim) is LifecycleState.SUPERSEDED
+    assert state(h, lisbon) is LifecycleState.SUPERSEDED  # the words of a stale value
+    record = extraction_record(h, berlin.evidence_refs[0])
+    assert {s["old_node_id"] for s in record.payload["superseded"]} == {claim.id, lisbon.id}
+
+
+def test_a_note_that_still_says_something_current_stays(harness: Harness) -> None:
+    both = say(harness, "I live in Lisbon. My sister lives in Porto.")
+
+    say(harness, "I moved from Lisbon to Berlin.")
+
+    assert state(harness, both) is LifecycleState.TENTATIVE

@@ -14,7 +14,7 @@ from typing import Any
 
 from prme.engine.deps import EngineDeps
 from prme.engine.lifecycle import superseded_by
-from prme.model.enums import INACTIVE_LIFECYCLE_STATES
+from prme.model.enums import INACTIVE_LIFECYCLE_STATES, NodeType
 from prme.model.extraction import (
     SINGLE_VALUED_KEYS,
     SUPERSEDES_KEY,
@@ -100,22 +100,71 @@ def plan_supersedences(
                 continue
             if len(taken) >= limit:
                 return plan
-            taken.add(old.id)
-            valid_to = max(new.valid_from or now, old.valid_from or now)
-            updated, edge = superseded_by(
-                old,
-                new,
-                edge_id=str(uuid.uuid5(seed, f"supersedes:{old.id}")),
-                evidence_id=evidence_id,
-                now=now,
-                valid_to=valid_to,
-            )
-            plan.updates.append((old, updated))
-            plan.edges.append(edge)
-            plan.superseded.append(
-                {"old_node_id": old.id, "new_node_id": new.id, "edge_id": edge.id}
-            )
+            _supersede(plan, taken, old, new, evidence_id=evidence_id, seed=seed, now=now)
+            for note in _stale_notes(deps, owner, old, taken):
+                if len(taken) >= limit:
+                    return plan
+                _supersede(plan, taken, note, new, evidence_id=evidence_id, seed=seed, now=now)
     return plan
+
+
+def _supersede(
+    plan: SupersedencePlan,
+    taken: set[str],
+    old: MemoryNode,
+    new: MemoryNode,
+    *,
+    evidence_id: str,
+    seed: uuid.UUID,
+    now: datetime,
+) -> None:
+    taken.add(old.id)
+    valid_to = max(new.valid_from or now, old.valid_from or now)
+    updated, edge = superseded_by(
+        old,
+        new,
+        edge_id=str(uuid.uuid5(seed, f"supersedes:{old.id}")),
+        evidence_id=evidence_id,
+        now=now,
+        valid_to=valid_to,
+    )
+    plan.updates.append((old, updated))
+    plan.edges.append(edge)
+    plan.superseded.append({"old_node_id": old.id, "new_node_id": new.id, "edge_id": edge.id})
+
+
+def _stale_notes(
+    deps: EngineDeps, owner: OwnerKey, claim: MemoryNode, taken: set[str]
+) -> list[MemoryNode]:
+    """The raw notes of `claim`'s sources that became stale with it.
+
+    A message of several sentences keeps its words in a note of its own and its claims in
+    fact nodes; once every claim that message made is superseded, the note holds only stale
+    values and would otherwise still be retrieved as if they held. A note that says something
+    still current (another active claim of its source) stays.
+    """
+    if claim.node_type is NodeType.NOTE:
+        return []  # the note carried the claim itself: superseding the claim was enough
+    stale: list[MemoryNode] = []
+    for event_id in claim.evidence_refs:
+        nodes = deps.ledger.list_event_nodes(owner, event_id)
+        claims = [n for n in nodes if EXTRACTION_METADATA_KEY in n.metadata and n.id != claim.id]
+        if any(
+            n.id not in taken and n.lifecycle_state not in INACTIVE_LIFECYCLE_STATES
+            for n in claims
+            if n.node_type is not NodeType.ENTITY
+        ):
+            continue
+        stale += [
+            n
+            for n in nodes
+            if n.node_type is NodeType.NOTE
+            and n.id not in taken
+            and n.lifecycle_state not in INACTIVE_LIFECYCLE_STATES
+            and EXTRACTION_METADATA_KEY not in n.metadata
+            and claim.content in n.content
+        ]
+    return stale
 
 
 def mark_superseding(node: MemoryNode, plan: SupersedencePlan) -> MemoryNode:
