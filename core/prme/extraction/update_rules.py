@@ -172,9 +172,11 @@ def _subject(prefix: str) -> str | None:
     if not words or len(words) > _MAX_SUBJECT_WORDS:
         return None
     for word in reversed(words):
-        if word.group().casefold() in _PRONOUNS:
+        # "I've moved": the pronoun a contraction opens with is the subject.
+        pronoun = re.split(r"['’]", word.group())[0]
+        if pronoun.casefold() in _PRONOUNS:
             # "We packed up and moved": the pronoun alone is the subject.
-            return word.group()
+            return pronoun
     return head[words[0].start() : words[-1].end()]
 
 
