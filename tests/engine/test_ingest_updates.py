@@ -261,3 +261,26 @@ def test_a_note_that_still_says_something_current_stays(harness: Harness) -> Non
     say(harness, "I moved from Lisbon to Berlin.")
 
     assert state(harness, both) is LifecycleState.TENTATIVE
+
+
+@pytest.mark.parametrize(
+    ("correction", "session", "superseded"),
+    [
+        ("I meant Tuesday, not Thursday.", "visit", True),
+        ("Hold on, I checked: it's Tuesday, not Thursday.", "visit", True),
+        # Another conversation: a correction answers what was said a moment ago.
+        ("I meant Tuesday, not Thursday.", "later", False),
+    ],
+)
+def test_a_correction_supersedes_what_it_corrects_in_its_session(
+    any_backend: Harness, correction: str, session: str, superseded: bool
+) -> None:
+    h = any_backend
+    said = say(h, "My dentist appointment is on Thursday.", session_id="visit")
+    other = say(h, "My gym class is at noon.", session_id="visit")
+
+    say(h, correction, session_id=session)
+
+    expected = LifecycleState.SUPERSEDED if superseded else LifecycleState.TENTATIVE
+    assert state(h, said) is expected
+    assert state(h, other) is LifecycleState.TENTATIVE  # it does not name the withdrawn value

@@ -33,7 +33,7 @@ def _value(name: str) -> str:
 _PREPOSITION = r"(?:(?P<prep>in|at|for|with)\s+)?"
 _NEGATION = r"(?P<neg>don't|don’t|doesn't|doesn’t|do\s+not|does\s+not)"
 _VERB = r"(?P<verb>[a-z]+)"
-_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you"})
+_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you", "it"})
 _MAX_SUBJECT_WORDS = 8
 
 
@@ -91,6 +91,14 @@ def _new_job(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed"
 def _used_to(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed", "negated"]]:
     return _label(m["verb"], m["prep"]), m["new"], m["old"], "affirmed"
 
+
+def _corrected(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed", "negated"]]:
+    return _label(m["verb"]), m["new"], m["old"], "affirmed"
+
+
+# A corrected value may be a number ("it's 2029, not 2027"); it runs up to ", not".
+_CORRECTED_NEW = r"(?P<new>[^\W_][^,;!?]*?)"
+_CORRECTED_OLD = r"(?P<old>[^\W_][^,;!?]*?)\s*[.!]?$"
 
 # Order matters: the first wording that matches a sentence describes it.
 _WORDINGS: tuple[tuple[re.Pattern[str], _Builder], ...] = (
@@ -157,6 +165,19 @@ _WORDINGS: tuple[tuple[re.Pattern[str], _Builder], ...] = (
             rf"\b{_NEGATION}\s+{_VERB}\s+{_PREPOSITION}{_value('obj')}\s+any\s?more\b",
         ),
         _negated,
+    ),
+    # Corrections that name both values: "I meant Tuesday, not Thursday", "it's 2029, not
+    # 2027". The subject is the one written before the verb ("I", "it").
+    (
+        re.compile(rf"\b(?P<verb>meant)\s+{_CORRECTED_NEW},?\s+not\s+{_CORRECTED_OLD}"),
+        _corrected,
+    ),
+    (
+        re.compile(
+            rf"(?<=\bit)(?:['’]|\s+)(?P<verb>s|is)\s+{_CORRECTED_NEW},\s+not\s+{_CORRECTED_OLD}",
+            re.IGNORECASE,
+        ),
+        _corrected,
     ),
 )
 
