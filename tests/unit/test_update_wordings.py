@@ -55,6 +55,13 @@ def only_claim(text: str) -> ExtractedClaim:
         ("Sorry, I meant the 21st, not the 12th.", "i|meant", "21st", "the 12th", "affirmed"),
         ("Hold on: it's 2029, not 2027.", "it|s", "2029", "2027", "affirmed"),
         ("Actually it's Tuesday, not Thursday.", "it|s", "tuesday", "Thursday", "affirmed"),
+        (
+            "Oops, I said Greenfield; it's Greenwood.",
+            "i|said",
+            "greenwood",
+            "Greenfield",
+            "affirmed",
+        ),
     ],
 )
 def test_update_wordings_name_the_current_value_and_what_it_replaces(

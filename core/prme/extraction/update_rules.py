@@ -173,6 +173,14 @@ _WORDINGS: tuple[tuple[re.Pattern[str], _Builder], ...] = (
         _corrected,
     ),
     (
+        # "I said Greenfield; it's Greenwood": the value said first is the one withdrawn.
+        re.compile(
+            r"(?<=\bI\s)(?P<verb>said)\s+(?P<old>[^\W_][^,;!?]*?)[;,]\s+"
+            rf"(?:it['’]s|it\s+is|I\s+meant)\s+{_CORRECTED_NEW}\s*[.!]?$"
+        ),
+        _corrected,
+    ),
+    (
         re.compile(
             rf"(?<=\bit)(?:['’]|\s+)(?P<verb>s|is)\s+{_CORRECTED_NEW},\s+not\s+{_CORRECTED_OLD}",
             re.IGNORECASE,
