@@ -268,6 +268,8 @@ def test_a_note_that_still_says_something_current_stays(harness: Harness) -> Non
     [
         ("I meant Tuesday, not Thursday.", "visit", True),
         ("Hold on, I checked: it's Tuesday, not Thursday.", "visit", True),
+        # A message of several sentences: the correction is a fact memory of its own.
+        ("Sorry, I meant Tuesday, not Thursday. See you then!", "visit", True),
         # Another conversation: a correction answers what was said a moment ago.
         ("I meant Tuesday, not Thursday.", "later", False),
     ],
