@@ -14,6 +14,7 @@ from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC, queue_specs
 from prme.engine.aliases import AliasScanBudget
 from prme.engine.work_dispatch import SWEPT_FAMILIES
 from prme.model.enums import WorkFamily
+from prme.model.organizer import OrganizerPass
 
 # The alias scan may compare names for this share of the time left after the other
 # maintenance work; the rest journals its proposals and closes its work. A scan that needs
@@ -54,7 +55,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         scan_ms = int(context.get_remaining_time_in_millis() * ALIAS_SCAN_TIME_SHARE)
         aliases = engine.propose_aliases(budget=AliasScanBudget(max_ms=max(scan_ms, 0)))
         organizer_ms = int(context.get_remaining_time_in_millis() * ORGANIZER_TIME_SHARE)
-        organized = engine.organize_owners(organizer_tenants(), budget_ms=max(organizer_ms, 0))
+        # Inside the organizer's daily window only (OrganizerConfig.scheduled_hour_utc).
+        organized = engine.organize_owners(organizer_tenants, budget_ms=max(organizer_ms, 0))
+        if organized is None:
+            organized = OrganizerPass(owners_visited=0, owners_complete=0, changed=0, complete=None)
     metrics.add_metric(name="ExpiredNodesArchived", unit=MetricUnit.Count, value=archived)
     metrics.add_metric(name="OverdueWorkAnnounced", unit=MetricUnit.Count, value=swept.announced)
     metrics.add_metric(name=OVERDUE_WORK_FAILED_METRIC, unit=MetricUnit.Count, value=swept.failed)
@@ -94,6 +98,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "overdue_announced": swept.announced,
         "overdue_failed": swept.failed,
         "alias_proposals_created": aliases.proposals_created,
+        "organizer_ran": organized.complete is not None,
         "organizer_changes": organized.changed,
         "organizer_complete": organized.complete,
     }

@@ -234,3 +234,55 @@ def test_a_long_message_with_many_updates_fits_one_commit(any_backend: Harness) 
     record = extraction_record(h, long_note.evidence_refs[0])
     assert len(record.payload["superseded"]) == MAX_SUPERSEDED  # the most one commit takes
     assert len(record.payload["node_ids"]) == 20
+
+
+def test_a_note_whose_every_claim_is_superseded_is_superseded_with_them(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    lisbon = say(h, "I live in Lisbon. Loving it here!")
+    (claim,) = [
+        n
+        for n in h.ledger.list_event_nodes(ALICE, lisbon.evidence_refs[0])
+        if n.node_type is NodeType.FACT
+    ]
+
+    berlin = say(h, "I moved from Lisbon to Berlin.")
+
+    assert state(h, claim) is LifecycleState.SUPERSEDED
+    assert state(h, lisbon) is LifecycleState.SUPERSEDED  # the words of a stale value
+    record = extraction_record(h, berlin.evidence_refs[0])
+    assert {s["old_node_id"] for s in record.payload["superseded"]} == {claim.id, lisbon.id}
+
+
+def test_a_note_that_still_says_something_current_stays(harness: Harness) -> None:
+    both = say(harness, "I live in Lisbon. My sister lives in Porto.")
+
+    say(harness, "I moved from Lisbon to Berlin.")
+
+    assert state(harness, both) is LifecycleState.TENTATIVE
+
+
+@pytest.mark.parametrize(
+    ("correction", "session", "superseded"),
+    [
+        ("I meant Tuesday, not Thursday.", "visit", True),
+        ("Hold on, I checked: it's Tuesday, not Thursday.", "visit", True),
+        # A message of several sentences: the correction is a fact memory of its own.
+        ("Sorry, I meant Tuesday, not Thursday. See you then!", "visit", True),
+        # Another conversation: a correction answers what was said a moment ago.
+        ("I meant Tuesday, not Thursday.", "later", False),
+    ],
+)
+def test_a_correction_supersedes_what_it_corrects_in_its_session(
+    any_backend: Harness, correction: str, session: str, superseded: bool
+) -> None:
+    h = any_backend
+    said = say(h, "My dentist appointment is on Thursday.", session_id="visit")
+    other = say(h, "My gym class is at noon.", session_id="visit")
+
+    say(h, correction, session_id=session)
+
+    expected = LifecycleState.SUPERSEDED if superseded else LifecycleState.TENTATIVE
+    assert state(h, said) is expected
+    assert state(h, other) is LifecycleState.TENTATIVE  # it does not name the withdrawn value

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from prme.engine import organizer
 from prme.engine.organizer import change_record_id
+from prme.engine.organizer_rules import OrganizerConfig, scheduled_pass_due
 from prme.model.enums import LifecycleState
 from prme.model.inputs import StoreInput
 from prme.model.organizer import OrganizeInput, OrganizeReport
@@ -245,8 +247,32 @@ def test_the_maintenance_pass_reaches_every_owner(any_backend: Harness) -> None:
     h = any_backend
     alices = store(h, "Alice waters the plants on Sundays")
     bobs = store(h, "Bob cycles to work", owner=BOB)
-    h.clock.advance(seconds=8 * DAY_S)
-    result = h.engine.organize_owners([ALICE.tenant_id], budget_ms=60_000)
-    assert (result.owners_visited, result.complete) == (2, True)
+    h.clock.advance(seconds=8 * DAY_S + 3600)  # 01:00 UTC: outside the 03:00 window
+    listed: list[str] = []
+
+    def tenants() -> list[str]:
+        listed.append(ALICE.tenant_id)
+        return [ALICE.tenant_id]
+
+    # Outside the daily window nothing is listed, read or changed.
+    assert h.engine.organize_owners(tenants, budget_ms=60_000) is None
+    assert listed == [] and node(h, alices).lifecycle_state is LifecycleState.TENTATIVE
+    h.clock.advance(seconds=2 * 3600 + 120)  # 03:02 UTC
+    result = h.engine.organize_owners(tenants, budget_ms=60_000)
+    assert result is not None and (result.owners_visited, result.complete) == (2, True)
     assert node(h, alices).lifecycle_state is LifecycleState.STABLE
     assert node(h, bobs, BOB).lifecycle_state is LifecycleState.STABLE
+
+
+@pytest.mark.parametrize(
+    ("at", "due"),
+    [("02:59", False), ("03:00", True), ("03:09", True), ("03:10", False), ("23:00", False)],
+)
+def test_the_scheduled_pass_runs_only_in_its_daily_window(at: str, due: bool) -> None:
+    hour, minute = map(int, at.split(":"))
+    now = datetime(2025, 3, 1, hour, minute, tzinfo=UTC)
+    assert scheduled_pass_due(now, OrganizerConfig()) is due
+    assert not scheduled_pass_due(now, OrganizerConfig(scheduled_hour_utc=None))
+    # A window that crosses midnight stays open after it.
+    late = OrganizerConfig(scheduled_hour_utc=23, scheduled_window_minutes=120)
+    assert scheduled_pass_due(datetime(2025, 3, 2, 0, 30, tzinfo=UTC), late)

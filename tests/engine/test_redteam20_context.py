@@ -54,3 +54,14 @@ def test_a_message_moving_back_marks_nothing_twice_and_keeps_current_notes_plain
     found = h.engine.retrieve(ALICE, RetrieveInput(query="I moved to Porto", limit=10))
     porto = [line for line in found.bundle.context.splitlines() if "Porto." in line]
     assert porto and not any("outdated" in line for line in porto)
+
+
+def test_a_partly_outdated_note_is_superseded_once_its_last_claim_is(
+    any_backend: Harness,
+) -> None:
+    h = any_backend
+    both = say(h, "I live in Lisbon. I work at Acme.")
+    say(h, "I moved to Berlin.")
+    assert _stored(h, both.id).lifecycle_state is not LifecycleState.SUPERSEDED
+    say(h, "I left Acme and joined Siemens.")
+    assert _stored(h, both.id).lifecycle_state is LifecycleState.SUPERSEDED

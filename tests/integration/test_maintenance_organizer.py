@@ -3,6 +3,8 @@ EventBridge payload against the local AWS."""
 
 from __future__ import annotations
 
+import pytest
+
 from prme.model.enums import LifecycleState
 from prme.model.inputs import StoreInput
 from prme.model.records import OwnerKey
@@ -12,9 +14,15 @@ BOB = OwnerKey(tenant_id=ALICE.tenant_id, owner_id="bob")
 
 
 def test_maintenance_organizes_every_owner_and_a_second_pass_changes_nothing(
-    deployed: Deployed,
+    deployed: Deployed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from functions import maintenance, runtime
+    from prme.engine import organizer
+
+    # Outside the organizer's daily window (the rule itself is tested in tests/engine) a
+    # pass neither lists owners nor changes anything; inside it, it organizes them all.
+    window_open = False
+    monkeypatch.setattr(organizer, "scheduled_pass_due", lambda *_: window_open)
 
     engine = runtime.backend().engine
     # Given a duplicate memory for each of two owners of the tenant
@@ -25,7 +33,10 @@ def test_maintenance_organizes_every_owner_and_a_second_pass_changes_nothing(
         ]
         for owner in (ALICE, BOB)
     }
-    # When the maintenance pass runs
+    closed = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
+    assert (closed["organizer_ran"], closed["organizer_changes"]) == (False, 0)
+    # When the maintenance pass runs inside the window
+    window_open = True
     result = maintenance.handler(load_event("eventbridge_schedule.json"), FakeLambdaContext())
     # Then each owner's weaker copy is superseded by the kept one, within the pass
     assert (result["organizer_changes"], result["organizer_complete"]) == (2, True)

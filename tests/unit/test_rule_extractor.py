@@ -239,3 +239,22 @@ def test_two_thousand_sentences_run() -> None:
     result = extract(text)
 
     assert len(result.claims) > 1000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A framing opener is not the subject: the claim keys on what the sentence is about.
+        ("These days my favourite colour is green.", ("my favourite colour", "is", "green")),
+        ("Just so you know, I live in Oslo.", ("I", "live", "in Oslo")),
+        ("Lately I cook Korean food.", ("I", "cook", "Korean food")),
+        # A contraction's pronoun is the subject of an update wording.
+        ("I've moved to Oslo.", ("I", "moved_to", "Oslo")),
+    ],
+)
+def test_openers_and_contractions_leave_the_plain_subject(
+    text: str, expected: tuple[str, str, str]
+) -> None:
+    (claim,) = extract(text).claims
+
+    assert (claim.subject, claim.predicate, claim.object) == expected

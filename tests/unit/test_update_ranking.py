@@ -45,6 +45,8 @@ def test_corrections_are_recognised() -> None:
     assert worded_as_correction("Sorry, I meant the 21st of May, not the 12th.")
     assert worded_as_correction("Actually it's a Honda Civic.")
     assert not worded_as_correction("My car is a silver Toyota Corolla.")
+    assert worded_as_correction("Hold on, I looked again: it's 2029, not 2027.")
+    assert worded_as_correction("Make that 7 o'clock.")
 
 
 def ranked(config: FusionConfig, features: dict[str, float]) -> list[str]:

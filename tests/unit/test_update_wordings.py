@@ -51,6 +51,17 @@ def only_claim(text: str) -> ExtractedClaim:
         ("I left Google and joined Siemens.", "i|works_at", "siemens", "Google", "affirmed"),
         ("I started a new job at Acme last week.", "i|works_at", "acme", None, "affirmed"),
         ("I used to like tea but now I prefer coffee.", "i|prefers", "coffee", "tea", "affirmed"),
+        # Corrections that name both values, numbers included.
+        ("Sorry, I meant the 21st, not the 12th.", "i|meant", "21st", "the 12th", "affirmed"),
+        ("Hold on: it's 2029, not 2027.", "it|s", "2029", "2027", "affirmed"),
+        ("Actually it's Tuesday, not Thursday.", "it|s", "tuesday", "Thursday", "affirmed"),
+        (
+            "Oops, I said Greenfield; it's Greenwood.",
+            "i|said",
+            "greenwood",
+            "Greenfield",
+            "affirmed",
+        ),
     ],
 )
 def test_update_wordings_name_the_current_value_and_what_it_replaces(

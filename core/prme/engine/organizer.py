@@ -36,6 +36,7 @@ from prme.engine.organizer_rules import (
     deprecation_due,
     keeper_rank,
     promotion_due,
+    scheduled_pass_due,
 )
 from prme.errors import ConflictError, PrmeError
 from prme.model.enums import LifecycleState
@@ -431,18 +432,20 @@ def organize(deps: EngineDeps, owner: OwnerKey, request: OrganizeInput) -> Organ
 
 
 def organize_owners(
-    deps: EngineDeps, tenant_ids: Sequence[str], *, budget_ms: int
-) -> OrganizerPass:
+    deps: EngineDeps, tenant_ids: Callable[[], Sequence[str]], *, budget_ms: int
+) -> OrganizerPass | None:
     """The maintenance pass: every job for each owner of each tenant, sharing `budget_ms`.
 
     Each owner gets an even share of what the owners before it left. The walk starts at an
     owner that moves on every minute, so when the budget cannot reach every owner, the ones
     it missed come first in a later pass."""
+    if not scheduled_pass_due(deps.clock.now(), deps.config.organizer):
+        return None  # outside the daily window: nothing is listed or read
     started = monotonic()
     stop_at = started + budget_ms / 1000
     owners = [
         OwnerKey(tenant_id=tenant, owner_id=owner_id)
-        for tenant in sorted(set(tenant_ids))
+        for tenant in sorted(set(tenant_ids()))
         for owner_id in deps.ledger.list_owners(tenant)
     ]
     if owners:

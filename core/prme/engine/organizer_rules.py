@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,6 +61,24 @@ class OrganizerConfig(BaseModel):
     decay_write_step: float = Field(default=0.01, gt=0.0, le=1.0)
     # Nodes one ledger read takes while a job scans an owner.
     page_size: int = Field(default=100, ge=1, le=1000)
+    # The maintenance function's pass over every owner runs only inside a daily window: it
+    # lists each tenant's owners (a table Scan on DynamoDB) and reads every node of each, so
+    # running it on every 5-minute pass would read the whole table over and over. The window
+    # opens at this hour (UTC; None: never, organizing is left to POST /v1/organize) and
+    # stays open this many minutes; work it leaves resumes from its cursors the next day.
+    scheduled_hour_utc: int | None = Field(default=3, ge=0, le=23)
+    scheduled_window_minutes: int = Field(default=10, ge=1, le=1440)
+
+
+def scheduled_pass_due(now: datetime, config: OrganizerConfig) -> bool:
+    """Whether `now` falls in the daily window of the maintenance function's pass."""
+    if config.scheduled_hour_utc is None:
+        return False
+    moment = now.astimezone(UTC)
+    opened = moment.replace(hour=config.scheduled_hour_utc, minute=0, second=0, microsecond=0)
+    if opened > moment:
+        opened -= timedelta(days=1)
+    return moment - opened < timedelta(minutes=config.scheduled_window_minutes)
 
 
 def promotion_due(node: MemoryNode, now: datetime, config: OrganizerConfig) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -256,8 +256,11 @@ class MemoryEngine:
         """Run the organizer's jobs over the owner's memory within the request's budget."""
         return organizer.organize(self.deps, owner, request)
 
-    def organize_owners(self, tenant_ids: Sequence[str], *, budget_ms: int) -> OrganizerPass:
-        """The organizer over every owner of these tenants, sharing `budget_ms`."""
+    def organize_owners(
+        self, tenant_ids: Callable[[], Sequence[str]], *, budget_ms: int
+    ) -> OrganizerPass | None:
+        """Inside the organizer's daily window, the organizer over every owner of the tenants
+        `tenant_ids` lists, sharing `budget_ms`; None outside it (nothing read)."""
         return organizer.organize_owners(self.deps, tenant_ids, budget_ms=budget_ms)
 
     def sweep_overdue(self, *, overdue_seconds: int | Mapping[WorkFamily, int]) -> SweepReport:

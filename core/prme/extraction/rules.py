@@ -115,6 +115,14 @@ _CONDITIONAL_OPENERS = frozenset(
     {"if", "whether", "maybe", "perhaps", "should", "would", "could", "unless", "suppose"}
 )
 
+# Openers that frame a sentence without being its subject: "These days my favourite colour
+# is green" is about my favourite colour; "Just so you know, I live in Oslo" about me.
+_OPENER = re.compile(
+    r"(?:these\s+days|nowadays|lately|currently|right\s+now|at\s+the\s+moment|at\s+present|"
+    r"just\s+so\s+you\s+know|for\s+the\s+record|heads\s+up|fyi|btw|by\s+the\s+way|"
+    r"(?:big|good|great|some)\s+news)\b[,:!]?\s+",
+    re.IGNORECASE,
+)
 _APOSTROPHE = re.compile(r"['’]")
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|\n")
@@ -237,18 +245,20 @@ def _clip(text: str, limit: int) -> str:
 def _clause(sentence: str, tokens: list[_Token]) -> _Clause | None:
     """Subject, predicate and object of the sentence's first clause, as spans of it."""
     # A word right after a determiner is a noun even when it can be a verb ("the rent is").
+    opener = _OPENER.match(sentence)
+    skip = sum(1 for t in tokens if opener and t.end <= opener.end())
     verb = next(
         (
             i
-            for i in range(1, len(tokens))
+            for i in range(skip + 1, len(tokens))
             if _is_verb(tokens[i]) and tokens[i - 1].lower not in _DETERMINERS
         ),
         None,
     )
     if verb is None:
         return None
-    subject_tokens = tokens[:verb]
-    if tokens[0].lower in _VERBS:
+    subject_tokens = tokens[skip:verb]
+    if tokens[skip].lower in _VERBS:
         # "Bought 3 books": no subject is written, and inventing "I" would add a word.
         return None
     comma = max(sentence.rfind(mark, 0, tokens[verb].start) for mark in ",;:")

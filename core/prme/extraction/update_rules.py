@@ -33,7 +33,7 @@ def _value(name: str) -> str:
 _PREPOSITION = r"(?:(?P<prep>in|at|for|with)\s+)?"
 _NEGATION = r"(?P<neg>don't|don’t|doesn't|doesn’t|do\s+not|does\s+not)"
 _VERB = r"(?P<verb>[a-z]+)"
-_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you"})
+_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you", "it"})
 _MAX_SUBJECT_WORDS = 8
 
 
@@ -91,6 +91,14 @@ def _new_job(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed"
 def _used_to(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed", "negated"]]:
     return _label(m["verb"], m["prep"]), m["new"], m["old"], "affirmed"
 
+
+def _corrected(m: re.Match[str]) -> tuple[str, str, str | None, Literal["affirmed", "negated"]]:
+    return _label(m["verb"]), m["new"], m["old"], "affirmed"
+
+
+# A corrected value may be a number ("it's 2029, not 2027"); it runs up to ", not".
+_CORRECTED_NEW = r"(?P<new>[^\W_][^,;!?]*?)"
+_CORRECTED_OLD = r"(?P<old>[^\W_][^,;!?]*?)\s*[.!]?$"
 
 # Order matters: the first wording that matches a sentence describes it.
 _WORDINGS: tuple[tuple[re.Pattern[str], _Builder], ...] = (
@@ -158,6 +166,27 @@ _WORDINGS: tuple[tuple[re.Pattern[str], _Builder], ...] = (
         ),
         _negated,
     ),
+    # Corrections that name both values: "I meant Tuesday, not Thursday", "it's 2029, not
+    # 2027". The subject is the one written before the verb ("I", "it").
+    (
+        re.compile(rf"\b(?P<verb>meant)\s+{_CORRECTED_NEW},?\s+not\s+{_CORRECTED_OLD}"),
+        _corrected,
+    ),
+    (
+        # "I said Greenfield; it's Greenwood": the value said first is the one withdrawn.
+        re.compile(
+            r"(?<=\bI\s)(?P<verb>said)\s+(?P<old>[^\W_][^,;!?]*?)[;,]\s+"
+            rf"(?:it['’]s|it\s+is|I\s+meant)\s+{_CORRECTED_NEW}\s*[.!]?$"
+        ),
+        _corrected,
+    ),
+    (
+        re.compile(
+            rf"(?<=\bit)(?:['’]|\s+)(?P<verb>s|is)\s+{_CORRECTED_NEW},\s+not\s+{_CORRECTED_OLD}",
+            re.IGNORECASE,
+        ),
+        _corrected,
+    ),
 )
 
 # "Actually, I live in Berlin, not Lisbon": the clause is the claim, "not X" what it corrects.
@@ -172,9 +201,11 @@ def _subject(prefix: str) -> str | None:
     if not words or len(words) > _MAX_SUBJECT_WORDS:
         return None
     for word in reversed(words):
-        if word.group().casefold() in _PRONOUNS:
+        # "I've moved": the pronoun a contraction opens with is the subject.
+        pronoun = re.split(r"['’]", word.group())[0]
+        if pronoun.casefold() in _PRONOUNS:
             # "We packed up and moved": the pronoun alone is the subject.
-            return word.group()
+            return pronoun
     return head[words[0].start() : words[-1].end()]
 
 

@@ -82,4 +82,5 @@ class OrganizerPass(BaseModel):
     owners_visited: int
     owners_complete: int
     changed: int
-    complete: bool
+    # Whether every owner was organized; None when the pass fell outside the daily window.
+    complete: bool | None

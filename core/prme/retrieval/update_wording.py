@@ -32,7 +32,7 @@ def worded_as_change(text: str) -> bool:
 
 
 _CORRECTION = re.compile(
-    r"\b(actually|i meant|correction|scratch that|let me correct|no wait|oops|typo|"
+    r"\b(actually|i meant|correction|scratch that|let me correct|no wait|hold on|make that|oops|typo|"
     r"sorry,? i|i mixed|i said .{1,60}; it'?s)\b",
     re.IGNORECASE,
 )
