@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from prme.model.enums import (
     DEFAULT_EXCLUDED_EPISTEMIC_TYPES,
     INACTIVE_LIFECYCLE_STATES,
     LifecycleState,
+    NodeType,
     RetrievalMode,
 )
 from prme.model.extraction import states_current_value
@@ -28,6 +30,7 @@ from prme.retrieval.caps import Selection, select_results
 from prme.retrieval.fusion import (
     CORRECTION,
     CURRENT_VALUE,
+    NAMED_ENTITY,
     FusedCandidate,
     FusionConfig,
     FusionInput,
@@ -60,7 +63,11 @@ from prme.retrieval.results import (
     RetrievalResponse,
     RetrievalResult,
 )
-from prme.retrieval.update_wording import worded_as_change, worded_as_correction
+from prme.retrieval.update_wording import (
+    names_mentioned,
+    worded_as_change,
+    worded_as_correction,
+)
 from prme.retrieval.value_bindings import bindings_from_metadata, visible_bindings
 
 VECTOR_FAILURE = "VECTOR"
@@ -171,6 +178,15 @@ def _update_features(node: MemoryNode) -> dict[str, float]:
     return features
 
 
+def _named_entities(nodes: Mapping[str, MemoryNode]) -> set[str]:
+    """The entity nodes among the candidates whose name a candidate record contains."""
+    entities = {nid: n.content for nid, n in nodes.items() if n.node_type is NodeType.ENTITY}
+    if not entities:
+        return set()
+    records = (n.content for n in nodes.values() if n.node_type is not NodeType.ENTITY)
+    return names_mentioned(entities, records)
+
+
 def retrieve_memories(
     deps: EngineDeps,
     owner: OwnerKey,
@@ -218,10 +234,12 @@ def retrieve_memories(
         session_neighbour_span=config.scoring.session_neighbour_span,
         current_value_boost=config.scoring.current_value_boost,
         correction_boost=config.scoring.correction_boost,
+        current_state_entities_last=config.scoring.current_state_entities_last,
     )
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
     periods = mentioned_periods(request.query)
+    named_entities = _named_entities(candidates.nodes) if fusion_config.current_state else set()
     fused = fuse(
         [
             FusionInput(
@@ -229,7 +247,8 @@ def retrieve_memories(
                 candidates.ranks[nid],
                 node.effective_time.timestamp(),
                 query_features(node.speaker, node.effective_time, named, periods)
-                | _update_features(node),
+                | _update_features(node)
+                | ({NAMED_ENTITY: 1.0} if nid in named_entities else {}),
                 node.session_id,
             )
             for nid, node in candidates.nodes.items()
