@@ -206,6 +206,19 @@ def test_the_current_value_ranks_first_for_a_question_about_now(any_backend: Har
     assert berlin.metadata[CLAIM]["supersedes"]
 
 
+def test_a_change_worded_record_beats_the_older_one_that_repeats_the_question(
+    harness: Harness,
+) -> None:
+    # No shared key, so nothing is superseded: the wording alone says which is newer.
+    h = harness
+    say(h, "My job title is Junior Designer at Pixelworks.")
+    senior = say(h, "Got promoted! I'm a Senior Designer now.")
+
+    hits = h.engine.retrieve(ALICE, RetrieveInput(query="What is my current job title?"))
+
+    assert hits.results[0].node_id == senior.id
+
+
 def test_for_a_question_about_now_a_bare_name_ranks_after_the_records(harness: Harness) -> None:
     h = harness
     say(h, "We've got a two-bed in Dublin, near the canal.")

@@ -71,7 +71,7 @@ def test_a_current_value_wins_only_for_a_question_about_now() -> None:
         "old",
     ]
     assert ranked(boosted, {CURRENT_VALUE: 1.0}) == ["old", "new"]
-    # Change wording counts half as much as a claim that superseded another.
+    # A weak signal (strength 0.1) does not outweigh the stronger match.
     assert ranked(boosted.model_copy(update={"current_state": True}), {CURRENT_VALUE: 0.1}) == [
         "old",
         "new",

@@ -168,13 +168,14 @@ def gather_candidates(
 
 
 def _update_features(node: MemoryNode) -> dict[str, float]:
-    """A claim that superseded an earlier value is the current one; a record worded as a
-    change ("I moved to", "no longer") likely is."""
+    """A claim that superseded an earlier value is the current one; a record worded as the
+    speaker's change ("I moved to", "no longer", "Got promoted! I'm a Senior Designer now")
+    says so itself, even when extraction found no earlier value to supersede. Both get the
+    whole bonus: with half, the older record that repeats the question's words ("My job title
+    is ...") kept winning (updates benchmark: 183 to 198 of 207 first, held-out 68 to 70/75)."""
     features = {CORRECTION: 1.0} if worded_as_correction(node.content) else {}
-    if states_current_value(node.metadata):
+    if states_current_value(node.metadata) or worded_as_change(node.content):
         features[CURRENT_VALUE] = 1.0
-    elif worded_as_change(node.content):
-        features[CURRENT_VALUE] = 0.5
     return features
 
 
