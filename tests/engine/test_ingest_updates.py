@@ -206,6 +206,39 @@ def test_the_current_value_ranks_first_for_a_question_about_now(any_backend: Har
     assert berlin.metadata[CLAIM]["supersedes"]
 
 
+def test_a_change_worded_record_beats_the_older_one_that_repeats_the_question(
+    harness: Harness,
+) -> None:
+    # No shared key, so nothing is superseded: the wording alone says which is newer.
+    h = harness
+    say(h, "My job title is Junior Designer at Pixelworks.")
+    senior = say(h, "Got promoted! I'm a Senior Designer now.")
+
+    hits = h.engine.retrieve(ALICE, RetrieveInput(query="What is my current job title?"))
+
+    assert hits.results[0].node_id == senior.id
+
+
+def test_for_a_question_about_now_a_bare_name_ranks_after_the_records(harness: Harness) -> None:
+    h = harness
+    say(h, "We've got a two-bed in Dublin, near the canal.")
+    say(h, "The lease in Dublin ended and we found a place in Galway.")
+    question = RetrieveInput(query="Where do I live now?")
+
+    results = h.engine.retrieve(ALICE, question).results
+    nodes = [h.ledger.get_node(ALICE, r.node_id) for r in results]
+    kinds = [n.node_type for n in nodes if n is not None]
+
+    # The names ("Dublin", "Galway") come after every record, and the scores still say so.
+    assert kinds[0] is NodeType.NOTE
+    first_entity = kinds.index(NodeType.ENTITY)
+    assert NodeType.ENTITY not in kinds[:first_entity] and set(kinds[first_entity:]) == {
+        NodeType.ENTITY
+    }
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_a_long_message_with_many_updates_fits_one_commit(any_backend: Harness) -> None:
     h = any_backend
     facts = ["I live in Lisbon.", "I work at Acme."] + [

@@ -59,7 +59,7 @@ def fusion_of(config: EngineConfig) -> FusionConfig:
 def test_every_technique_and_every_setting_is_listed_once() -> None:
     names = [t.name for t in TECHNIQUES]
     paths = [path for t in TECHNIQUES for path in t.off]
-    assert len(names) == len(set(names)) == 11
+    assert len(names) == len(set(names)) == 12
     assert len(paths) == len(set(paths))
     # Every fusion step is one of the listed techniques, in the same module.
     assert {step.name for step in FUSION_STEPS} <= set(names)

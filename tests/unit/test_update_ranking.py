@@ -8,11 +8,16 @@ import pytest
 from prme.retrieval.fusion import (
     CORRECTION,
     CURRENT_VALUE,
+    NAMED_ENTITY,
     FusionConfig,
     FusionInput,
     fuse,
 )
-from prme.retrieval.update_wording import worded_as_change, worded_as_correction
+from prme.retrieval.update_wording import (
+    names_mentioned,
+    worded_as_change,
+    worded_as_correction,
+)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +71,7 @@ def test_a_current_value_wins_only_for_a_question_about_now() -> None:
         "old",
     ]
     assert ranked(boosted, {CURRENT_VALUE: 1.0}) == ["old", "new"]
-    # Change wording counts half as much as a claim that superseded another.
+    # A weak signal (strength 0.1) does not outweigh the stronger match.
     assert ranked(boosted.model_copy(update={"current_state": True}), {CURRENT_VALUE: 0.1}) == [
         "old",
         "new",
@@ -81,3 +86,29 @@ def test_a_correction_wins_whatever_the_question() -> None:
         "old",
         "new",
     ]
+
+
+def test_a_named_entity_ranks_after_the_records_for_a_question_about_now() -> None:
+    # The bare name wins both channels; the record that names it is weaker and older.
+    candidates = [
+        FusionInput("Dublin", {"vector": 1, "lexical": 1}, 2.0, {NAMED_ENTITY: 1.0}),
+        FusionInput("Oslo", {"vector": 2}, 2.0, {NAMED_ENTITY: 1.0}),
+        FusionInput("record", {"vector": 3}, 1.0),
+        FusionInput("other", {"lexical": 4}, 1.0),
+    ]
+    now = FusionConfig(rrf_k=1, current_state=True, current_state_entities_last=True)
+
+    fused = fuse(candidates, now)
+    assert [c.node_id for c in fused] == ["record", "other", "Dublin", "Oslo"]
+    # Scores still order the results.
+    assert [c.score for c in fused] == sorted((c.score for c in fused), reverse=True)
+    # Not for other questions, and not when the setting is off.
+    assert fuse(candidates, now.model_copy(update={"current_state": False}))[0].node_id == "Dublin"
+    off = now.model_copy(update={"current_state_entities_last": False})
+    assert fuse(candidates, off)[0].node_id == "Dublin"
+
+
+def test_an_entity_counts_as_named_only_by_whole_words() -> None:
+    names = {"a": "Dublin", "b": "Ash", "c": "New York"}
+    texts = ["The lease in dublin ended.", "We moved to New York.", "Washington"]
+    assert names_mentioned(names, texts) == {"a", "c"}

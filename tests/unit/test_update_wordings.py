@@ -85,6 +85,9 @@ def test_update_wordings_name_the_current_value_and_what_it_replaces(
         ("I might move to Berlin.", "i|might_move"),
         ("I lived in Lisbon for 5 years.", "i|lived"),
         ("I moved the couch.", "i|moved"),
+        # A home that names no place, and renting something that is not a home.
+        ("My place is a mess.", "my place|is"),
+        ("I rent a car in Lisbon.", "i|rent"),
     ],
 )
 def test_wordings_that_are_not_updates_of_my_residence(text: str, key: str) -> None:
@@ -133,3 +136,19 @@ def test_predicates_of_one_meaning_share_a_key() -> None:
     assert assertion_key("  My   Sister ", "lives", "in Porto") == "my sister|lives_in"
     assert {"lives_in", "works_at"} <= SINGLE_VALUED_KEYS
     assert "prefers" not in SINGLE_VALUED_KEYS
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Home for me is a little village called Hallstatt, by the lake.",
+        "My new place is in Greenwich.",
+        "Our flat is in Leeds.",
+        "My house is on Maple Street.",
+        "I rent a room in Shoreditch.",
+        "We share a flat in Leeds.",
+    ],
+)
+def test_the_speakers_home_named_is_where_they_live(text: str) -> None:
+    # So "We moved to Vienna" later finds it under the same single-valued key.
+    assert claim_assertion_key(only_claim(text)) == "i|lives_in"

@@ -53,6 +53,9 @@ class ScoringConfig(BaseModel):
     # A record worded as a correction ("Actually it's ...", "I meant ...") scores this much more
     # for any query: it exists to replace what was said before it.
     correction_boost: float = Field(default=1.0, ge=0.0, le=10.0)
+    # For a question about the present, an entity node ("Dublin") that a candidate record
+    # names ranks after every record: the record says what holds, the bare name does not.
+    current_state_entities_last: bool = True
 
 
 class PackingConfig(BaseModel):

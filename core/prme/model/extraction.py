@@ -116,6 +116,15 @@ _PREFER = _word_set(
     "prefer prefers preferred preferring switch switches switched switching favourite "
     "favorite like likes liked love loves loved"
 )
+# "I rent a room in Shoreditch", "We share a flat in Leeds": a home somewhere is where one lives.
+_KEEP_HOME = _word_set("rent rents renting share shares sharing")
+_HOME_NOUNS = _word_set("home place flat apartment house room studio address")
+# "My new place is in Greenwich", "Home for me is Hallstatt": the speaker's home, named.
+_HOME_SUBJECT = re.compile(
+    r"(?:(?:my|our)(?: (?:new|current|own))? (?:home|place|flat|apartment|house|address)"
+    r"|home(?: for (?:me|us))?)"
+)
+_COPULAS = frozenset({"is", "are"})
 _PLACE_PREPOSITIONS = frozenset({"in", "to", "from"})
 _JOB_PREPOSITIONS = frozenset({"at", "for", "with"})
 
@@ -157,6 +166,8 @@ def predicate_key(predicate: str, obj: str | None = None) -> str:
         return LIVES_IN
     if verb in _MOVE and prepositions & {"to", "from"}:
         return LIVES_IN
+    if verb in _KEEP_HOME and "in" in object_words and _HOME_NOUNS & set(object_words):
+        return LIVES_IN
     if verb in _WORK and prepositions & _JOB_PREPOSITIONS:
         return WORKS_AT
     if verb in _JOIN or (verb in _START and prepositions & _JOB_PREPOSITIONS):
@@ -175,10 +186,27 @@ def assertion_key(subject: str, predicate: str, obj: str | None = None) -> str:
     ):
         # "My favourite colour is green": the subject names the fact, the verb says nothing.
         family = FAVOURITE
+    if family in _COPULAS and _HOME_SUBJECT.fullmatch(normalized) and _names_a_place(obj):
+        family, normalized = LIVES_IN, "i"
+    elif (
+        _HOME_SUBJECT.fullmatch(f"{normalized} {' '.join(_words(predicate))}")
+        and _words(obj or "")[:1] in (["is"], ["are"])
+        and _names_a_place((obj or "").split(maxsplit=1)[-1])
+    ):
+        # The extractor can split "my new | place | is in Greenwich" at the noun.
+        family, normalized = LIVES_IN, "i"
     if family == LIVES_IN and normalized == "we":
         # "We moved to Milan": the speaker's household, the speaker's home.
         normalized = "i"
     return f"{normalized}|{family}"
+
+
+def _names_a_place(obj: str | None) -> bool:
+    """ "in Leeds", "on Maple Street", "a village called Hallstatt" name where; "a mess" does not."""
+    words = (obj or "").split()
+    return bool(words) and (
+        words[0].casefold() in {"in", "on", "at", "near"} or any(w[:1].isupper() for w in words)
+    )
 
 
 def object_key(obj: str | None) -> str:

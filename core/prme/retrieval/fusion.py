@@ -26,6 +26,8 @@ TIME_MENTIONED = "time_mentioned"
 CURRENT_VALUE = "current_value"
 # The candidate corrects something said before ("Actually it's ...", "I meant ...").
 CORRECTION = "correction"
+# The candidate is an entity node (a bare name) that another candidate record names.
+NAMED_ENTITY = "named_entity"
 
 
 class FusionConfig(BaseModel):
@@ -75,6 +77,11 @@ class FusionConfig(BaseModel):
         default=0.0,
         description="A record worded as a correction of something said before scores "
         "(1 + boost) times as much, whatever the query (0 disables)",
+    )
+    current_state_entities_last: bool = Field(
+        default=False,
+        description="When current_state is true, entity nodes that a candidate record names "
+        "rank after every record (false keeps them where their score puts them)",
     )
 
 
@@ -160,6 +167,11 @@ FUSION_STEPS: tuple[FusionStep, ...] = (
         "correction_boost",
         lambda config: config.correction_boost > 0,
         lambda fused, config: _apply_feature_boost(fused, CORRECTION, config.correction_boost),
+    ),
+    FusionStep(
+        "current_state_entities_last",
+        lambda config: config.current_state and config.current_state_entities_last,
+        lambda fused, _config: _put_named_entities_last(fused),
     ),
 )
 
@@ -270,6 +282,30 @@ def _apply_graded_boost(fused: list[FusedCandidate], feature: str, boost: float)
             factor = 1.0 + boost * strength
             candidate.score *= factor
             candidate.adjustments.append({"op": feature, "coefficient": factor})
+
+
+def _put_named_entities_last(fused: list[FusedCandidate]) -> None:
+    """A bare name says nothing about the present that the record naming it does not: "Dublin"
+    above "The lease in Dublin ended and we found a place in Galway" answers nothing. Named
+    entities share one factor that puts the highest of them just below the lowest record, so
+    they keep their order among themselves and every score still orders the results."""
+    named = [c for c in fused if c.features.get(NAMED_ENTITY, 0.0) > 0]
+    records = [c.score for c in fused if c.features.get(NAMED_ENTITY, 0.0) <= 0]
+    if not named or not records:
+        return
+    highest = max(c.score for c in named)
+    floor = min(records)
+    if highest < floor or highest <= 0:
+        return
+    factor = _BELOW * floor / highest
+    for candidate in named:
+        candidate.score *= factor
+        candidate.adjustments.append({"op": NAMED_ENTITY, "coefficient": factor})
+
+
+# How far below the lowest record the highest named entity lands: a strict gap, so the event
+# time tie-break never lifts an entity above a record.
+_BELOW = 0.99
 
 
 def _apply_recency_boost(fused: list[FusedCandidate], boost: float) -> None:

@@ -107,6 +107,13 @@ TECHNIQUES: tuple[Technique, ...] = (
         acts_in="retrieval/fusion.py step correction_boost",
         off={"scoring.correction_boost": 0.0},
     ),
+    Technique(
+        name="current_state_entities_last",
+        does="for a question about the current state, an entity node (a bare name) that a "
+        "candidate record names ranks after every record",
+        acts_in="retrieval/fusion.py step current_state_entities_last",
+        off={"scoring.current_state_entities_last": False},
+    ),
 )
 
 # The techniques each profile turns on.

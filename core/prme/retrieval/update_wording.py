@@ -4,6 +4,7 @@ question about the present, a record worded as a change is likely the newer valu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 _CHANGE = re.compile(
     r"\b(now|nowadays|these days|lately|any ?more|no longer|no more|moved|relocated|"
@@ -41,3 +42,15 @@ _CORRECTION = re.compile(
 def worded_as_correction(text: str) -> bool:
     """True when the text corrects something said before: it is meant to replace it."""
     return _CORRECTION.search(text) is not None
+
+
+def names_mentioned(names: Mapping[str, str], texts: Iterable[str]) -> set[str]:
+    """The keys of `names` whose name occurs in one of `texts` as whole words, in any case:
+    the entity nodes some record says something about."""
+    joined = "\n".join(texts).casefold()
+    found: set[str] = set()
+    for key, name in names.items():
+        words = name.strip().casefold()
+        if words and re.search(rf"(?<!\w){re.escape(words)}(?!\w)", joined):
+            found.add(key)
+    return found
