@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Literal
 
 from prme.engine.deps import EngineDeps
+from prme.engine.quantities import event_time_exclusion, normalized_set
 from prme.model.assertions import (
     ASSERTION_GROUP_ORDER,
     AssertionAggregation,
@@ -218,10 +219,10 @@ class _Filters:
     @classmethod
     def of(cls, query: AssertionQuery) -> _Filters:
         return cls(
-            subjects=_normalized(query.subjects, predicate=False),
-            predicates=_normalized(query.predicates, predicate=True),
+            subjects=normalized_set(query.subjects, normalize_subject),
+            predicates=normalized_set(query.predicates, normalize_assertion_predicate),
             families=_families(query.predicates),
-            objects=_normalized(query.objects, predicate=False),
+            objects=normalized_set(query.objects, normalize_subject),
         )
 
     def accepts(self, claim: _Claim, query: AssertionQuery) -> bool:
@@ -238,13 +239,6 @@ class _Filters:
         return self.objects is None or (
             claim.object_key is not None and claim.object_key in self.objects
         )
-
-
-def _normalized(values: tuple[str, ...] | None, *, predicate: bool) -> frozenset[str] | None:
-    if values is None:
-        return None
-    normalize = normalize_assertion_predicate if predicate else normalize_subject
-    return frozenset(normalize(value) for value in values)
 
 
 def _families(values: tuple[str, ...] | None) -> frozenset[str] | None:
@@ -291,22 +285,11 @@ def _judge(
     whether its state at knowledge_at was judged inexactly."""
     if not filters.accepts(claim, query):
         return False, "filtered", False
-    outside = _time_exclusion(claim.node, query)
+    outside = event_time_exclusion(claim.node, query.event_time_from, query.event_time_to)
     if outside is not None:
         return False, outside, False
     reason, inexact = _exclusion(claim, query, as_of, now)
     return True, reason, inexact
-
-
-def _time_exclusion(node: MemoryNode, query: AssertionQuery) -> AssertionExclusion | None:
-    low, high = query.event_time_from, query.event_time_to
-    if low is None and high is None:
-        return None
-    if node.event_time is None:
-        return "no_event_time"
-    if (low is not None and node.event_time < low) or (high is not None and node.event_time > high):
-        return "outside_event_time_window"
-    return None
 
 
 @dataclass

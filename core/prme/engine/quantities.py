@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import (
@@ -26,7 +26,7 @@ from decimal import (
     Rounded,
     localcontext,
 )
-from typing import Any
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -135,11 +135,11 @@ class _Filters:
     @classmethod
     def of(cls, query: QuantityAggregationQuery) -> _Filters:
         return cls(
-            subjects=_normalized_set(query.subjects, normalize_text),
-            predicates=_normalized_set(query.predicates, normalize_predicate) or frozenset(),
+            subjects=normalized_set(query.subjects, normalize_text),
+            predicates=normalized_set(query.predicates, normalize_predicate) or frozenset(),
             prefixes=tuple(normalize_predicate(p) for p in query.predicate_prefixes or ()),
             predicate_filtered=query.predicates is not None or query.predicate_prefixes is not None,
-            units=_normalized_set(query.units, normalize_text),
+            units=normalized_set(query.units, normalize_text),
         )
 
     def accepts(self, stored: _Stored, query: QuantityAggregationQuery) -> bool:
@@ -159,12 +159,18 @@ class _Filters:
         )
 
 
-def _normalized_set(values: tuple[str, ...] | None, normalize: Any) -> frozenset[str] | None:
+def normalized_set(
+    values: tuple[str, ...] | None, normalize: Callable[[str], str]
+) -> frozenset[str] | None:
+    """A query filter's values in normalized form; None (no filter) stays None."""
     return None if values is None else frozenset(normalize(v) for v in values)
 
 
-def _time_exclusion(node: MemoryNode, query: QuantityAggregationQuery) -> ExclusionReason | None:
-    low, high = query.event_time_from, query.event_time_to
+def event_time_exclusion(
+    node: MemoryNode, low: datetime | None, high: datetime | None
+) -> Literal["no_event_time", "outside_event_time_window"] | None:
+    """Why a node falls outside an inclusive event-time window (None: inside, or no window);
+    a node without an event time is outside any window."""
     if low is None and high is None:
         return None
     if node.event_time is None:
@@ -255,7 +261,7 @@ def _judge(
     """Whether a quantity matched the query's filters, and whether it counts (or why not)."""
     if not filters.accepts(stored, query):
         return False, "filtered"
-    outside = _time_exclusion(stored.node, query)
+    outside = event_time_exclusion(stored.node, query.event_time_from, query.event_time_to)
     if outside is not None:
         return False, outside
     state = _state_exclusion(stored.node, query, now)
