@@ -53,17 +53,15 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.embedder_speed import percentile
-from benchmarks.local_aws import fresh_aws
+from benchmarks.memory_clients import aws_client, embedded_client
 from prme.client import MemoryClient
 from prme.http.schemas import RetrieveResponse
 from prme.settings import Settings
@@ -642,32 +640,6 @@ def print_table(results: dict[str, Any]) -> None:
 # -- backends and the run --------------------------------------------------------------
 
 
-@contextmanager
-def embedded_client(settings: Settings) -> Iterator[MemoryClient]:
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        client = MemoryClient(Path(tmp) / "memory", settings=settings)
-        try:
-            yield client
-        finally:
-            client.close()
-
-
-@contextmanager
-def aws_client(settings: Settings) -> Iterator[MemoryClient]:
-    """A fresh table, queues and index on the local AWS, deleted afterwards. Stores wait
-    for OpenSearch visibility (refresh on write) so every turn is searchable when asked."""
-    from prme.composition import build_embedder
-
-    dimension = build_embedder(settings).model.dimension
-    visible = settings.model_copy(update={"opensearch_refresh_on_write": True})
-    with fresh_aws(visible, "locomo", dimension=dimension) as (fresh, _):
-        client = MemoryClient(settings=fresh)
-        try:
-            yield client
-        finally:
-            client.close()
-
-
 def git_commit() -> dict[str, Any] | None:
     git = shutil.which("git")
     if git is None:
@@ -751,7 +723,7 @@ def main() -> None:
     for path in paths:
         conversation = load_conversation(path)
         _stderr(f"{conversation.name}: {len(conversation.turns)} turns, {path}")
-        with open_client(settings) as client:
+        with open_client(settings, "locomo") as client:
             runs.append(
                 run_conversation(
                     client, conversation, max_sessions=QUICK_SESSIONS if args.quick else None

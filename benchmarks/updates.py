@@ -38,16 +38,15 @@ import json
 import platform
 import re
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import prme
+from benchmarks.memory_clients import aws_client, embedded_client
 from prme.client import MemoryClient
 from prme.http.schemas import RetrieveResponse
 from prme.settings import Settings
@@ -319,33 +318,6 @@ def run_case(client: MemoryClient, case: Case) -> CaseScore:
 # -- backends, output and the run --------------------------------------------------------
 
 
-@contextmanager
-def embedded_client(settings: Settings) -> Iterator[MemoryClient]:
-    with tempfile.TemporaryDirectory(prefix="updates-") as tmp:
-        client = MemoryClient(Path(tmp) / "memory", settings=settings)
-        try:
-            yield client
-        finally:
-            client.close()
-
-
-@contextmanager
-def aws_client(settings: Settings) -> Iterator[MemoryClient]:
-    """A fresh table, queues and index on the local AWS, deleted afterwards; writes refresh
-    the index so every turn is searchable when the question comes."""
-    from benchmarks.local_aws import fresh_aws
-    from prme.composition import build_embedder
-
-    dimension = build_embedder(settings).model.dimension
-    visible = settings.model_copy(update={"opensearch_refresh_on_write": True})
-    with fresh_aws(visible, "updates", dimension=dimension) as (fresh, _):
-        client = MemoryClient(settings=fresh)
-        try:
-            yield client
-        finally:
-            client.close()
-
-
 def _cell(rate: dict[str, Any]) -> str:
     if not rate["total"]:
         return "-"
@@ -419,7 +391,7 @@ def main() -> None:
     started = time.perf_counter()
     runs: list[list[CaseScore]] = []
     for run in range(1, args.runs + 1):
-        with open_client(settings) as client:
+        with open_client(settings, "updates") as client:
             runs.append([])
             for number, case in enumerate(cases, start=1):
                 runs[-1].append(run_case(client, case))

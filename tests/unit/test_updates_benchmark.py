@@ -3,12 +3,12 @@ harness cannot rot between runs; quality numbers are the benchmark's job, never 
 
 from __future__ import annotations
 
+from benchmarks.memory_clients import embedded_client
 from benchmarks.updates import (
     CATEGORIES,
     Case,
     Seen,
     Turn,
-    embedded_client,
     load_cases,
     mentions,
     report,
@@ -108,7 +108,7 @@ def test_three_cases_run_end_to_end_on_the_embedded_backend() -> None:
     chosen = [by_id["move-01"], by_id["corr-02"], by_id["distract-05"]]
     assert not chosen[2].stale
 
-    with embedded_client(Settings(embedder="hashing")) as client:
+    with embedded_client(Settings(embedder="hashing"), "updates") as client:
         scores = [run_case(client, case) for case in chosen]
 
         # Each turn's work was processed before the question: nothing is left to extract.
