@@ -12,7 +12,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 LOG_LEVEL ?= info
 
-.PHONY: install run test unit lint format bench clean local-aws-up local-aws-down synth deploy package check-template walk-deployment
+.PHONY: install run test unit lint format bench clean browser screenshots local-aws-up local-aws-down synth deploy package check-template walk-deployment
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -62,7 +62,21 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: install $(CHECKOV_STAMP) lint  ## lint, then every test suite with the local AWS up (stopped afterwards)
+# The inspector's browser tests drive Debian's chromium (Playwright's own download is never
+# used). Installed from the distribution's packages when missing; that needs root or sudo.
+CHROMIUM ?= /usr/bin/chromium
+browser:  ## install chromium for the browser tests when it is missing
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO="sudo -n"; else \
+	    echo "chromium is missing and installing it needs root: apt-get install -y chromium" >&2; exit 1; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@$(CHROMIUM) --version
+
+# Every page of the inspector, photographed by the browser tests into docs/inspector/.
+screenshots: install browser
+	PRME_SCREENSHOT_DIR=docs/inspector $(BIN)/python -m pytest -q tests/browser
+
+test: install $(CHECKOV_STAMP) lint browser  ## lint, then every test suite with the local AWS up (stopped afterwards)
 	localstack/with_local_aws.sh $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 local-aws-up: install  ## start moto (DynamoDB, SQS) and OpenSearch on loopback; prints exports

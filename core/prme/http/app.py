@@ -43,6 +43,7 @@ from prme.http.dependencies import (
 )
 from prme.http.docs_pages import install_docs_pages
 from prme.http.errors import install_error_handlers
+from prme.http.inspector import install_inspector
 from prme.http.judgment_schemas import ResolveToolArgumentsRequest
 from prme.http.request_log import RequestLogMiddleware
 from prme.http.response_budget import http_response_budget
@@ -83,6 +84,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
         redoc_url=None,
     )
     install_docs_pages(app)
+    install_inspector(app)
     app.state.runtime = runtime
     install_error_handlers(app)
     app.add_middleware(RequestDeadlineMiddleware, budget_ms=runtime.request_budget_ms)

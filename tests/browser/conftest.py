@@ -1,0 +1,30 @@
+"""The browser suite's fixtures: one `prme serve` and one chromium per test worker, and a
+fresh, watched page per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.harness.browser import Inspector, launched_browser, owner_key, watched_page
+from tests.harness.live_server import live_server
+
+
+@pytest.fixture(scope="session")
+def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
+    with live_server(tmp_path_factory.mktemp("inspector")) as server:
+        yield Inspector(server=server, owner="alice", owner_key=owner_key(server, "alice"))
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with launched_browser() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser, inspector: Inspector) -> Iterator[Page]:
+    with watched_page(browser, inspector.server.url) as opened:
+        yield opened
