@@ -39,9 +39,9 @@ def test_the_route_rebuilds_the_context_for_its_owner_only(api: Api) -> None:
 
 
 def test_the_client_rebuilds_a_context_in_a_directory(tmp_path: Path) -> None:
-    memory = MemoryClient(tmp_path / "memory")
-    memory.store(content="Our cabin by the lake has two rooms.")
-    response = memory.retrieve(query="the cabin")
-    rebuilt = memory.get_retrieval_context(response.metrics.request_id)
+    with MemoryClient(tmp_path / "memory") as memory:
+        memory.store(content="Our cabin by the lake has two rooms.")
+        response = memory.retrieve(query="the cabin")
+        rebuilt = memory.get_retrieval_context(response.metrics.request_id)
     assert rebuilt.matches and rebuilt.context == response.bundle.context
     assert list(rebuilt.references.values()) == [r.node_id for r in response.results]

@@ -129,7 +129,7 @@ def test_a_contested_memory_is_changed_and_tagged(any_backend: Harness) -> None:
 
 def test_another_owners_or_an_unknown_retrieval_is_not_found(any_backend: Harness) -> None:
     h = any_backend
-    fill(h)
+    h.engine.store(ALICE, StoreInput(content="We booked the lake cabin."))
     request_id = retrieve(h.engine, "reader").metrics.request_id
     with pytest.raises(NotFoundError):
         h.engine.get_retrieval_context(BOB, request_id)
