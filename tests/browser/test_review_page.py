@@ -96,8 +96,12 @@ def test_accepting_and_rejecting_with_reasons_records_the_keys_decisions(
 
     # Then the page shows both decisions and nothing is left pending
     decided = page.get_by_role("list", name="Decisions made on this page")
-    expect(decided).to_contain_text("Accepted: IBM")
-    expect(decided).to_contain_text("Rejected:")
+    expect(decided.get_by_role("listitem").filter(has_text="Accepted:")).to_contain_text(
+        "Reason: Both notes mean the company."
+    )
+    expect(decided.get_by_role("listitem").filter(has_text="Rejected:")).to_contain_text(
+        "Dr. Smith"
+    )
     expect(decided).to_contain_text(f"key id {reviewer.key_id}")
     expect(page.locator("#pending-count")).to_have_text(
         "No alias proposals are waiting for review."
@@ -184,3 +188,24 @@ def test_hostile_entity_content_is_shown_as_text_and_never_runs(
 
     assert page.evaluate("() => typeof window.__pwned") == "undefined"
     assert page.locator("main script, main img").count() == 0
+
+
+def test_an_operator_reviews_for_the_owner_it_chose_and_its_own_key_is_recorded(
+    page: Page, inspector: Inspector
+) -> None:
+    reviewer = Reviewer(inspector, ["Lisbon", "LISBON."])
+    operator_key_id = inspector.server.operator_key.split("_")[1]  # prme_<key_id>_<secret>
+    sign_in(page, inspector, key=inspector.server.operator_key, owner=reviewer.owner)
+    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Review").click()
+    expect(page.locator("#reviewer-identity")).to_contain_text(
+        f"key id {operator_key_id} (role operator)"
+    )
+
+    pair = proposal(page, "Lisbon", "LISBON.")
+    pair.get_by_label(REASON_LABEL).fill("The same city.")
+    pair.get_by_role("button", name="Accept").click()
+    expect(pair).to_have_count(0)
+
+    [accepted] = reviewer.listed("accepted")
+    assert accepted["review"]["reviewed_by_key_id"] == operator_key_id
+    assert accepted["review"]["reviewed_by_role"] == "operator"
