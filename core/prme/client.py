@@ -52,6 +52,7 @@ from prme.model import (
     usage,
 )
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
+from prme.model.caller import CallerIdentity
 from prme.model.conditions import ConditionInput
 from prme.model.extraction import SavedExtraction
 from prme.model.graph import DEFAULT_MAX_HOPS, DEFAULT_OPERATION_LIMIT
@@ -207,6 +208,9 @@ class _Calls:
         scope: str | None = None,
         session_id: str | None = None,
         include_inactive: bool = False,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        text: str | None = None,
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
@@ -229,6 +233,7 @@ class _Calls:
         role: str | None = None,
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        text: str | None = None,
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
@@ -833,6 +838,11 @@ class _Calls:
         )
         return Call("organize", user_id, body=body)
 
+    def get_caller(self) -> Call[CallerIdentity]:
+        """In a directory: the client itself, an operator of its tenant without a key
+        (keyless), acting for its default user when a call names none."""
+        return Call("get_caller", local=lambda at: at.engine.get_caller(at.principal))
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1074,6 +1084,7 @@ class MemoryClient:
     get_assertion_state = _blocking(_Calls.get_assertion_state)
     get_event_extraction = _blocking(_Calls.get_event_extraction)
     organize = _blocking(_Calls.organize)
+    get_caller = _blocking(_Calls.get_caller)
 
 
 class AsyncMemoryClient:
@@ -1229,3 +1240,4 @@ class AsyncMemoryClient:
     get_assertion_state = _awaitable(_Calls.get_assertion_state)
     get_event_extraction = _awaitable(_Calls.get_event_extraction)
     organize = _awaitable(_Calls.organize)
+    get_caller = _awaitable(_Calls.get_caller)
