@@ -4,6 +4,7 @@ refused without one, reachable by keyboard, and hostile memory content shown as 
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,16 @@ def test_an_operator_reviews_for_the_owner_it_chose_and_its_own_key_is_recorded(
     expect(page.locator("#reviewer-identity")).to_contain_text(
         f"key id {operator_key_id} (role operator)"
     )
+
+    # The scope filter narrows the queue, and the choice is kept in the address.
+    page.get_by_label("Scope").select_option("project")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#pending-count")).to_have_text(
+        "No alias proposals are waiting for review."
+    )
+    expect(page).to_have_url(re.compile(r"#/review\?scope=project$"))
+    page.get_by_label("Scope").select_option("personal")
+    page.get_by_role("button", name="Show").click()
 
     pair = proposal(page, "Lisbon", "LISBON.")
     pair.get_by_label(REASON_LABEL).fill("The same city.")
