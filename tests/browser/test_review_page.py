@@ -32,7 +32,7 @@ class Reviewer:
         self.key_id: str = created.json()["key_id"]
         self.inspector = inspector
         with self.api() as api:
-            self.node_ids = store_entities(api, names)
+            self.stored = store_entities(api, names)
         self.proposals = scan_for_aliases(inspector.server, self.owner)
 
     def api(self) -> httpx.Client:
@@ -75,8 +75,12 @@ def test_accepting_and_rejecting_with_reasons_records_the_keys_decisions(
     smith = proposal(page, "Dr. Smith", "John Smith")
     expect(ibm).to_have_count(1)
     expect(smith).to_have_count(1)
+    ibm_stored = reviewer.stored["IBM"]
     expect(ibm.get_by_role("link", name="IBM", exact=True)).to_have_attribute(
-        "href", f"#/memory/{reviewer.node_ids['IBM']}"
+        "href", f"#/memory/{ibm_stored['node_id']}"
+    )
+    expect(ibm.get_by_role("link", name=ibm_stored["event_id"])).to_have_attribute(
+        "href", f"#/event/{ibm_stored['event_id']}"
     )
     expect(ibm.get_by_role("table", name="Signals that paired these names")).to_contain_text(
         "acronym"

@@ -5,6 +5,8 @@ as a second process on the same SQLite files would."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from prme.backends.embedded.service import open_embedded
@@ -14,14 +16,15 @@ from tests.harness.engines import TOKEN_COUNTER
 from tests.harness.live_server import LOCAL_TENANT, LiveServer
 
 
-def store_entities(api: httpx.Client, names: list[str]) -> dict[str, str]:
-    """Store each name as an entity memory of the key's owner; node id by name."""
-    ids: dict[str, str] = {}
+def store_entities(api: httpx.Client, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Store each name as an entity memory of the key's owner; the store's answer (with
+    `node_id` and `event_id`) by name."""
+    stored: dict[str, dict[str, Any]] = {}
     for name in names:
-        stored = api.post("/v1/store", json={"content": name, "node_type": "entity"})
-        stored.raise_for_status()
-        ids[name] = stored.json()["node_id"]
-    return ids
+        answer = api.post("/v1/store", json={"content": name, "node_type": "entity"})
+        answer.raise_for_status()
+        stored[name] = answer.json()
+    return stored
 
 
 def scan_for_aliases(server: LiveServer, owner: str) -> int:

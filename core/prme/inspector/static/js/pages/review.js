@@ -33,7 +33,7 @@ function candidateFacts(candidate) {
     ["Memory id", h("code", {}, candidate.node_id)],
     ["State when assessed", candidate.assessed ? candidate.assessed.lifecycle_state : "—"],
     ["Source events", candidate.evidence_refs.length ? candidate.evidence_refs.map((ref, i) =>
-      [i ? ", " : "", h("code", {}, ref)]) : "—"],
+      [i ? ", " : "", link(ref, route("event", ref), { class: "id" })]) : "—"],
     ["Quoted source words", candidate.evidence_quote
       ? h("span", { class: "memory-text" }, candidate.evidence_quote) : undefined],
   ]);
