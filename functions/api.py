@@ -13,6 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
+from functions.api_stage import StagePrefix
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
 from prme.http.app import create_app
 from prme.http.auth import AuthPolicy
@@ -48,7 +49,8 @@ def _adapter() -> Mangum:
     # PRME's loggers (the per-request line included) write through powertools' JSON formatter
     # instead of propagating to the runtime's text handler on the root logger.
     copy_config_to_registered_loggers(source_logger=logger, include={"prme"})
-    return Mangum(app, lifespan="off")
+    # A named stage's prefix becomes the app's root path (the $default stage has none).
+    return Mangum(StagePrefix(app), lifespan="off")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

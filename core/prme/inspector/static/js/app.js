@@ -9,6 +9,7 @@ import { forgetSession, loadSession, saveSession } from "./session.js";
 // are listed in the header, in this order; `section` says which header entry a page lights up.
 const PAGES = {
   overview: { nav: "Overview", load: () => import("./pages/overview.js") },
+  review: { nav: "Review", load: () => import("./pages/review.js") },
 };
 const DEFAULT_PAGE = "overview";
 
