@@ -169,7 +169,7 @@ async function renderEvents(ctx) {
     const rows = page.items.map((event) => [
       eventLink(event),
       event.role,
-      event.speaker ? excerpt(event.speaker, 60) : "—",
+      event.speaker ? excerpt(event.speaker, 100) : "—",
       event.session_id || "—",
       h("time", { datetime: event.event_time || event.ingested_at }, formatTime(event.event_time || event.ingested_at)),
     ]);
