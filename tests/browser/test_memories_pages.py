@@ -142,8 +142,8 @@ def test_the_list_shows_the_owners_memories_and_each_filter_narrows_it(
     expect(row).to_contain_text("tentative")
     expect(row).to_contain_text("personal")
     expect(row).to_contain_text("2022-07-01 08:00:00Z")
-    accessible(page)
     screenshot(page, "memories", tmp_path)
+    accessible(page)
 
     # Each filter keeps the session filter and narrows the list; Back undoes it.
     page.get_by_label("Type").select_option("preference")
@@ -228,8 +228,8 @@ def test_a_memory_page_shows_source_history_edges_and_links_to_the_other_memory(
     edges = page.get_by_role("table", name="Edges between this memory and others")
     expect(edges.locator("tbody tr")).to_have_count(1)
     expect(edges).to_contain_text("Supersedes")
-    accessible(page)
     screenshot(page, "memory", tmp_path)
+    accessible(page)
 
     # The edge leads to the superseded memory, whose page leads back.
     edges.get_by_role("link", name=re.compile("Mira lives in Porto")).click()
@@ -245,7 +245,7 @@ def test_a_memory_page_shows_source_history_edges_and_links_to_the_other_memory(
 
 
 def test_a_memory_page_lists_other_nodes_of_its_source_and_the_retrievals_that_ranked_it(
-    page: Page, inspector: Inspector
+    page: Page, inspector: Inspector, tmp_path: Path
 ) -> None:
     tag = uuid.uuid4().hex[:8]
     with inspector.api(inspector.owner_key) as api:
@@ -267,6 +267,12 @@ def test_a_memory_page_lists_other_nodes_of_its_source_and_the_retrievals_that_r
         returned = {item["node_id"] for item in found.json()["results"]}
         raw = next(node for node in derived if node["id"] in returned)
         others = [node for node in derived if node["id"] != raw["id"]]
+        strict = api.post(
+            "/v1/retrieve", json={"query": f"Pixel{tag} cat Nadia", "min_score": 0.99}
+        )
+        strict.raise_for_status()
+        assert raw["id"] not in {item["node_id"] for item in strict.json()["results"]}
+        strict_id = strict.json()["metrics"]["request_id"]
 
     sign_in(page, inspector, key=inspector.owner_key)
     page.goto(f"{inspector.url}#/memory/{raw['id']}")
@@ -278,11 +284,29 @@ def test_a_memory_page_lists_other_nodes_of_its_source_and_the_retrievals_that_r
     expect(row).to_have_count(1)
     expect(row).to_contain_text(f"Pixel{tag} cat Nadia")
     expect(row.locator("td").nth(2)).to_have_text("returned")
+    left_out = retrievals.locator(
+        "tbody tr", has=page.locator(f'a[href="#/retrieval/{strict_id}"]')
+    )
+    expect(left_out.locator("td").nth(2)).to_have_text("left out: below min_score")
     expect(page.locator("#retrievals-scanned")).to_contain_text("ranked this memory")
+    accessible(page)
+
+    # The source event's page: verbatim, with every memory derived from it and its extraction.
+    page.get_by_role("link", name="Open source event").click()
+    expect(page).to_have_url(re.compile(f"#/event/{event_id}$"))
+    expect(page.locator("#event-content")).to_have_text(
+        f"Nadia adopted a cat named Pixel{tag}. Nadia works at the Tern Clinic."
+    )
+    event_derived = page.get_by_role(
+        "table", name="Memory nodes derived from or reinforced by this event"
+    )
+    expect(event_derived.locator("tbody tr")).to_have_count(len(derived))
+    expect(page.locator("main")).to_contain_text("by rules/1")
+    screenshot(page, "event", tmp_path)
 
 
 def test_the_source_events_view_and_an_event_page(
-    page: Page, inspector: Inspector, seeded: Seeded, tmp_path: Path
+    page: Page, inspector: Inspector, seeded: Seeded
 ) -> None:
     sign_in(page, inspector, key=inspector.owner_key)
     page.goto(f"{inspector.url}#/memories?view=events&session_id={seeded.session}")
@@ -296,6 +320,7 @@ def test_the_source_events_view_and_an_event_page(
     expect(page.get_by_text("No source events match these filters.")).to_be_visible()
     page.get_by_label("Role").select_option("user")
     apply_filters(page)
+    expect(page.locator("main tbody tr")).to_have_count(1)
     accessible(page)
     page.locator("main tbody a").click()
 
@@ -312,7 +337,6 @@ def test_the_source_events_view_and_an_event_page(
     expect(derived.locator(f'a[href="#/memory/{tea["node_id"]}"]')).to_have_count(1)
     expect(page.locator("main")).to_contain_text("Indexing")
     accessible(page)
-    screenshot(page, "event", tmp_path)
 
 
 def test_another_owners_memory_and_event_are_not_found(page: Page, inspector: Inspector) -> None:

@@ -53,8 +53,9 @@ function processingSection(ctx, event) {
       }),
     ]);
     const extracted = saved && saved.extraction ? saved.extraction : saved;
+    const count = (items, one, many) => `${(items || []).length} ${(items || []).length === 1 ? one : many}`;
     const summary = extracted && extracted.extractor
-      ? `by ${extracted.extractor}: ${(extracted.entities || []).length} entities, ${(extracted.claims || []).length} claims, ${(extracted.quantities || []).length} quantities, ${(extracted.relationships || []).length} relationships`
+      ? `by ${extracted.extractor}: ${count(extracted.entities, "entity", "entities")}, ${count(extracted.claims, "claim", "claims")}, ${count(extracted.quantities, "quantity", "quantities")}, ${count(extracted.relationships, "relationship", "relationships")}`
       : "none saved";
     return [
       facts([

@@ -234,9 +234,11 @@ function retrievalsSection(ctx, node) {
     let cursor = first.next_cursor;
     const summary = h("p", { class: "muted", id: "retrievals-scanned" });
     const describe = () => {
-      summary.textContent = found
-        ? `${found} of the ${scanned} most recent saved retrievals ranked this memory (returned it, or left it out with a reason).`
-        : `None of the ${scanned} most recent saved retrievals ranked this memory.`;
+      const more = cursor ? " Older ones were not read yet." : "";
+      if (!scanned) summary.textContent = "This owner has no saved retrieval yet.";
+      else if (found) {
+        summary.textContent = `${found} of the ${scanned} most recent saved retrievals ranked this memory: each returned it, or left it out for the reason shown.${more}`;
+      } else summary.textContent = `None of the ${scanned} most recent saved retrievals ranked this memory.${more}`;
     };
     describe();
     const results = table("Saved retrievals that ranked this memory, newest first", ["When", "Query", "Outcome for this memory", "Rank", "Context reference"], retrievalRows(first.retrievals), { numeric: [3] });
