@@ -89,13 +89,18 @@ def test_dynamodb_writes_one_small_listing_entry_per_receipt(
     h.engine.store(ALICE, StoreInput(content="Dana likes oolong tea"))
     before = _owner_items(dynamodb, table)
 
-    request_id = retrieve(h, "what does Dana like to drink?")
+    # The longest query, in letters of four UTF-8 bytes: the entry keeps a preview of it.
+    request_id = retrieve(h, "\U0001f375" * 10_000)
 
     # The receipt and its listing entry: two items, where one was written before listings.
     assert _owner_items(dynamodb, table) - before == 2
     (entry,) = _items(dynamodb, table, "T#t1#O#alice#RECEIPTLOG")
     assert request_id in entry[SK]["S"]
-    size = sum(len(k) + len(str(v)) for k, v in entry.items())
+    # DynamoDB's item size: attribute names and values in UTF-8 (numbers as text).
+    size = sum(
+        len(name.encode()) + sum(len(str(v).encode()) for v in value.values())
+        for name, value in entry.items()
+    )
     assert size < 1024  # one write unit
     record = h.ledger.get_journal(ALICE, request_id, receipt=True)
     assert record is not None and record.expires_at is not None
