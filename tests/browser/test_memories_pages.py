@@ -339,6 +339,45 @@ def test_the_source_events_view_and_an_event_page(
     accessible(page)
 
 
+def test_a_contradiction_shows_in_both_memories_history_and_links(
+    page: Page, inspector: Inspector
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    with inspector.api(inspector.owner_key) as api:
+        early = store(api, content=f"The Orla meeting is on Monday ({tag})", node_type="fact")
+        late = store(api, content=f"The Orla meeting is on Friday ({tag})", node_type="fact")
+        api.post(
+            "/v1/contradictions",
+            json={"node_a_id": early["node_id"], "node_b_id": late["node_id"]},
+        ).raise_for_status()
+    sign_in(page, inspector, key=inspector.owner_key)
+    page.goto(f"{inspector.url}#/memory/{early['node_id']}")
+    expect(page.locator("main dl.facts").first).to_contain_text("contested")
+    history = page.get_by_role("table", name="Journal records about this memory, oldest first")
+    expect(history).to_contain_text("Marked as contradicting another memory")
+    edges = page.get_by_role("table", name="Edges between this memory and others")
+    expect(edges.locator("tbody tr")).to_contain_text("Contradicts")
+    edges.get_by_role("link", name=re.compile("on Friday")).click()
+    expect(page).to_have_url(re.compile(f"#/memory/{late['node_id']}$"))
+    expect(page.get_by_role("table", name="Edges between this memory and others")).to_contain_text(
+        "Contradicts"
+    )
+
+
+def test_an_operator_sees_the_memories_of_the_owner_it_chose(
+    page: Page, inspector: Inspector, seeded: Seeded
+) -> None:
+    sign_in(page, inspector, key=inspector.server.operator_key, owner=inspector.owner)
+    page.goto(f"{inspector.url}#/memories?session_id={seeded.session}")
+    expect_memories(page, ids(*seeded.active))
+    page.get_by_role("link", name=re.compile("Mira moved to Lisbon")).click()
+    expect(page.locator("#memory-content")).to_contain_text("Mira moved to Lisbon")
+    expect(page.get_by_role("table", name="Edges between this memory and others")).to_contain_text(
+        "Supersedes"
+    )
+    expect(page.locator("#retrievals-scanned")).to_be_visible()
+
+
 def test_another_owners_memory_and_event_are_not_found(page: Page, inspector: Inspector) -> None:
     secret = f"Bob's locker code is {uuid.uuid4().hex[:8]}"
     with inspector.api(owner_key(inspector.server, f"bob-{uuid.uuid4().hex[:6]}")) as bob:

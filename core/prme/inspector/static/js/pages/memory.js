@@ -123,6 +123,16 @@ function describeOperation(operation, nodeId) {
       return [`Condition evaluated: ${p.from_state || "not yet evaluated"} → ${p.to_state}`, p.evaluation_method ? ` (${p.evaluation_method})` : ""];
     case "ttl_expiry_archive":
       return ["Archived when its time to live ran out"];
+    case "alias_review": {
+      const other = (p.node_ids || []).find((id) => id !== nodeId);
+      return [`Alias proposal ${p.decision || "reviewed"}`, p.reviewer_id ? ` by ${p.reviewer_id}` : "",
+        other ? [" (with ", memory(other, "the other name"), ")"] : "", p.reason ? `: ${p.reason}` : ""];
+    }
+    case "node_reinforce": {
+      const evidence = p.request && p.request.evidence_id;
+      return ["Reinforced", evidence ? [" by ", link("a later source event", route("event", evidence))] : "",
+        p.from_state && p.to_state && p.from_state !== p.to_state ? `: ${p.from_state} → ${p.to_state}` : ""];
+    }
     default:
       if (operation.operation.startsWith("node_") && p.to_state) {
         return [`Lifecycle ${p.from_state} → ${p.to_state} (${operation.operation.slice(5)})`];
@@ -215,7 +225,7 @@ function edgesSection(ctx, node) {
 function retrievalRows(retrievals) {
   return retrievals.map((item) => [
     h("time", { datetime: item.created_at }, formatTime(item.created_at)),
-    link(excerpt(item.query, 100) || "(empty query)", route("retrieval", item.request_id)),
+    link(excerpt(item.query_truncated ? `${item.query}…` : item.query, 100) || "(empty query)", route("retrieval", item.request_id)),
     item.outcome === "returned" ? h("span", { class: "badge good" }, outcomeText(item.outcome))
       : h("span", { class: "badge bad" }, outcomeText(item.outcome)),
     item.rank === null || item.rank === undefined ? "—" : String(item.rank),
