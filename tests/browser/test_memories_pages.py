@@ -390,6 +390,8 @@ def test_another_owners_memory_and_event_are_not_found(page: Page, inspector: In
     expect(page.get_by_role("heading", level=1)).to_have_text("Source event not found")
     assert secret not in page.locator("body").inner_text()
     accessible(page)
+    page.goto(f"{inspector.url}#/memory/not-a-memory-id")
+    expect(page.get_by_role("alert")).to_contain_text("does not name a memory")
 
 
 def test_keyboard_reaches_the_filters_and_opens_a_memory(

@@ -71,6 +71,7 @@ function processingSection(ctx, event) {
 
 export async function render(ctx) {
   const eventId = ctx.parts[0] || "";
+  if (!eventId) return notFoundPage({ status: 422 });
   let event;
   try {
     event = await ctx.api.get(`/v1/events/${encodeURIComponent(eventId)}`);

@@ -282,6 +282,7 @@ function retrievalsSection(ctx, node) {
 
 export async function render(ctx) {
   const nodeId = ctx.parts[0] || "";
+  if (!nodeId) return notFoundPage(nodeId, { status: 422 });
   let node;
   try {
     node = await ctx.api.get(`/v1/nodes/${encodeURIComponent(nodeId)}`);
