@@ -10,6 +10,9 @@ import { forgetSession, loadSession, saveSession } from "./session.js";
 const PAGES = {
   overview: { nav: "Overview", load: () => import("./pages/overview.js") },
   review: { nav: "Review", load: () => import("./pages/review.js") },
+  memories: { nav: "Memories", load: () => import("./pages/memories.js") },
+  memory: { section: "memories", load: () => import("./pages/memory.js") },
+  event: { section: "memories", load: () => import("./pages/event.js") },
 };
 const DEFAULT_PAGE = "overview";
 
