@@ -40,6 +40,7 @@ from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
 from prme.http.organizer_schemas import OrganizeRequest
+from prme.http.receipt_listing_schemas import NodeRetrievalsQuery, RetrievalListQuery
 from prme.model import (
     assertions,
     erasure,
@@ -59,6 +60,12 @@ from prme.model.inputs import RetrieveInput
 from prme.model.limits import LimitsReport
 from prme.model.organizer import DEFAULT_BUDGET_MS, OrganizeReport, OrganizerJob
 from prme.model.quantities import QuantityAggregationQuery
+from prme.model.receipt_listing import (
+    DEFAULT_RETRIEVAL_PAGE,
+    MAX_NODE_SCAN,
+    NodeRetrievalPage,
+    RetrievalPage,
+)
 from prme.operations import BY_NAME, Operation, Shape, client_docstring, presented
 from prme.remote import AsyncHttpTransport, HttpTransport, RetryPolicy
 from prme.retrieval.receipts import RetrievalReceipt
@@ -833,6 +840,50 @@ class _Calls:
         )
         return Call("organize", user_id, body=body)
 
+    # -- receipt listings --
+
+    def list_retrievals(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = DEFAULT_RETRIEVAL_PAGE,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        user_id: str | None = None,
+    ) -> Call[RetrievalPage]:
+        query = _from_arguments(RetrievalListQuery, locals())
+        return Call(
+            "list_retrievals",
+            user_id,
+            query=query,
+            local=lambda at: at.engine.list_retrievals(
+                at.owner,
+                cursor=query.cursor,
+                limit=query.limit,
+                since=query.since,
+                until=query.until,
+            ),
+        )
+
+    def list_node_retrievals(
+        self,
+        node_id: str,
+        *,
+        cursor: str | None = None,
+        scan_limit: int = MAX_NODE_SCAN,
+        user_id: str | None = None,
+    ) -> Call[NodeRetrievalPage]:
+        query = _from_arguments(NodeRetrievalsQuery, locals())
+        return Call(
+            "list_node_retrievals",
+            user_id,
+            {"node_id": node_id},
+            query=query,
+            local=lambda at: at.engine.list_node_retrievals(
+                at.owner, node_id, cursor=query.cursor, scan_limit=query.scan_limit
+            ),
+        )
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1074,6 +1125,8 @@ class MemoryClient:
     get_assertion_state = _blocking(_Calls.get_assertion_state)
     get_event_extraction = _blocking(_Calls.get_event_extraction)
     organize = _blocking(_Calls.organize)
+    list_retrievals = _blocking(_Calls.list_retrievals)
+    list_node_retrievals = _blocking(_Calls.list_node_retrievals)
 
 
 class AsyncMemoryClient:
@@ -1229,3 +1282,5 @@ class AsyncMemoryClient:
     get_assertion_state = _awaitable(_Calls.get_assertion_state)
     get_event_extraction = _awaitable(_Calls.get_event_extraction)
     organize = _awaitable(_Calls.organize)
+    list_retrievals = _awaitable(_Calls.list_retrievals)
+    list_node_retrievals = _awaitable(_Calls.list_node_retrievals)

@@ -42,6 +42,7 @@ from prme.model import (
     organizer,
     portability,
     quantities,
+    receipt_listing,
     uploads,
     usage,
 )
@@ -1140,6 +1141,31 @@ OPERATIONS: tuple[Operation, ...] = (
         "maintenance function's pass).",
         caller=Caller.OPERATOR,
         client=False,
+    ),
+    # -- receipt listings for the inspector (issue 21) --
+    Operation(
+        "list_retrievals",
+        Capability.RECEIPTS,
+        "List saved retrievals",
+        "The owner's saved retrieval receipts, newest first, one summary each (request id, "
+        "time, query, counts of results and candidates, tokens, context format, profile); "
+        "open one with its request_id. Expired receipts are not listed. Page with cursor "
+        "until next_cursor is null; a page may hold fewer than limit while more follow.",
+        http=HttpRoute("GET", "/v1/retrievals"),
+        request=None,
+        response=receipt_listing.RetrievalPage,
+    ),
+    Operation(
+        "list_node_retrievals",
+        Capability.RECEIPTS,
+        "List the retrievals that ranked a memory",
+        "The saved retrievals that ranked one memory node, newest first, with what became of "
+        "it in each: returned, or the reason it was left out, its rank in the fused order and "
+        "its reference in the packed context. Each call reads at most scan_limit receipts "
+        "(scanned says how many); pass next_cursor to look further back.",
+        http=HttpRoute("GET", "/v1/nodes/{node_id}/retrievals", Errors.READ),
+        request=None,
+        response=receipt_listing.NodeRetrievalPage,
     ),
 )
 

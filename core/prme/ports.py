@@ -20,6 +20,7 @@ from prme.model.graph import NodeHistoryPage
 from prme.model.imports import ImportChunkMessage, ImportJob
 from prme.model.limits import CounterKey, TenantLimits
 from prme.model.listings import EventDeletion
+from prme.model.receipt_listing import ReceiptSummaryPage
 from prme.model.records import (
     Credential,
     Event,
@@ -268,6 +269,29 @@ class Ledger(Protocol):
     def list_edges_touching(self, owner: OwnerKey, node_ids: Sequence[str]) -> list[MemoryEdge]:
         """Edges that start or end at any of `node_ids`, oldest first: one hop of a graph
         walk in one read where the store allows (DynamoDB reads the owner's edges once)."""
+        ...
+
+    def list_receipt_summaries(
+        self,
+        owner: OwnerKey,
+        *,
+        before: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> ReceiptSummaryPage:
+        """Summaries of the owner's retrieval receipts, newest first: those whose position
+        (`prme.model.receipt_listing.receipt_position`) is before `before`, saved at or after
+        `since` and before `until`; at most `limit` are read (unreadable ones are left out,
+        expired ones are not: the engine drops them). Read through an order kept by time,
+        never by reading the owner's whole journal; receipts only, no other record."""
+        ...
+
+    def get_receipt_records(
+        self, owner: OwnerKey, request_ids: Sequence[str]
+    ) -> dict[str, JournalRecord]:
+        """The owner's stored receipt records among `request_ids`, by id, in as few reads as
+        the store allows; missing and unreadable ones are left out."""
         ...
 
 

@@ -26,6 +26,7 @@ from prme.engine import (
     portability,
     quantities,
     reads,
+    receipt_listing,
     retrieve,
     store,
     work_dispatch,
@@ -84,6 +85,12 @@ from prme.model.quantities import (
     QuantityAggregation,
     QuantityAggregationQuery,
     QuantityQuestionAnswer,
+)
+from prme.model.receipt_listing import (
+    DEFAULT_RETRIEVAL_PAGE,
+    MAX_NODE_SCAN,
+    NodeRetrievalPage,
+    RetrievalPage,
 )
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.model.uploads import ImportUploadOpened, UploadRequest
@@ -476,3 +483,29 @@ class MemoryEngine:
 
     def get_assertion_state(self, owner: OwnerKey, query: AssertionStateQuery) -> AssertionState:
         return assertions.get_assertion_state(self.deps, owner, query)
+
+    # -- receipt listings for the inspector (engine/receipt_listing.py) --
+    def list_retrievals(
+        self,
+        owner: OwnerKey,
+        *,
+        cursor: str | None = None,
+        limit: int = DEFAULT_RETRIEVAL_PAGE,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> RetrievalPage:
+        return receipt_listing.list_retrievals(
+            self.deps, owner, cursor=cursor, limit=limit, since=since, until=until
+        )
+
+    def list_node_retrievals(
+        self,
+        owner: OwnerKey,
+        node_id: str,
+        *,
+        cursor: str | None = None,
+        scan_limit: int = MAX_NODE_SCAN,
+    ) -> NodeRetrievalPage:
+        return receipt_listing.list_node_retrievals(
+            self.deps, owner, node_id, cursor=cursor, scan_limit=scan_limit
+        )

@@ -22,6 +22,7 @@ from prme.http import (
     routes_manage,
     routes_portability,
     routes_quantities,
+    routes_receipt_listing,
     routes_uploads,
     routes_usage,
     table_routes,
@@ -119,6 +120,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_conflicts.register(app, engine)
     routes_graph.register(app, engine)
     routes_assertions.register(app, engine)
+    routes_receipt_listing.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

@@ -29,6 +29,7 @@ from prme.backends.stored_records import (
     load_journal_page,
     load_readable,
     load_record,
+    log_quarantined,
     split_readable,
 )
 from prme.engine.deadlines import remaining_seconds
@@ -45,6 +46,7 @@ from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.extraction import stored_assertion_key
 from prme.model.graph import NodeHistoryPage, history_position, history_reference_ids
 from prme.model.listings import EventDeletion
+from prme.model.receipt_listing import ReceiptSummaryPage, RetrievalSummary
 from prme.model.records import (
     Credential,
     Event,
@@ -58,6 +60,7 @@ from prme.model.records import (
     StoreCommit,
     WorkItem,
 )
+from prme.retrieval.receipt_summary import summarize_receipt
 from prme.retrieval.receipts import RECEIPT_OPERATION
 
 # Low-level client items: attribute name -> {"S": ...} / {"N": ...}.
@@ -85,6 +88,8 @@ _NOT_EXISTS = f"attribute_not_exists({PK})"
 _EXISTS = f"attribute_exists({PK})"
 
 
+# The sort key prefix of a receipt's listing entry (see `_receipt_log_item`).
+_RECEIPT_LOG_PREFIX = "RCPT#"
 # Records deleted per erasure transaction: the rest of the 100 actions is the erasure record.
 _ERASE_TRANSACTION_RECORDS = resources.MAX_TRANSACTION_ITEMS - 1
 # What an owner's item counts as in an erasure, by the prefix of its sort key.
@@ -97,6 +102,8 @@ _ERASED_PREFIXES = (
     ("WORK#", "work_items"),
     ("IDEMP#", "idempotency_records"),
     ("NODEOP#", "node_links"),
+    # A receipt's listing entry is part of the receipt, which is counted once.
+    (_RECEIPT_LOG_PREFIX, ""),
 )
 
 
@@ -204,9 +211,21 @@ def _receipt_pk(owner_pk: str, record_id: str) -> str:
     return f"{owner_pk}#RECEIPTS#{int.from_bytes(digest[:4], 'big') % RECEIPT_SHARDS}"
 
 
+def _receipt_log_pk(owner_pk: str) -> str:
+    # One partition per owner: an entry is one small item (about 200 bytes and the query), so
+    # a partition's 1,000 write units a second is 1,000 retrievals a second of one owner.
+    return f"{owner_pk}#RECEIPTLOG"
+
+
+def _receipt_log_sk(position: str) -> str:
+    return f"{_RECEIPT_LOG_PREFIX}{_part(position)}"
+
+
 def _owner_partitions(owner_pk: str) -> list[str]:
-    """Every partition key holding an owner's items: its own and its receipt shards."""
-    return [owner_pk, *(f"{owner_pk}#RECEIPTS#{shard}" for shard in range(RECEIPT_SHARDS))]
+    """Every partition key holding an owner's items: its own, its receipt shards and its
+    receipt listing."""
+    shards = [f"{owner_pk}#RECEIPTS#{shard}" for shard in range(RECEIPT_SHARDS)]
+    return [owner_pk, *shards, _receipt_log_pk(owner_pk)]
 
 
 def _key(pk: str, sk: str) -> Item:
@@ -947,7 +966,86 @@ class DynamoDbLedger:
             self._transact_with_history([self._put_new(item)], record)
             return
         self._check_size(item)
+        log = self._receipt_log_item(record) if record.operation == RECEIPT_OPERATION else None
         self._call("put_item", TableName=self._table, Item=item, ConditionExpression=_NOT_EXISTS)
+        if log is not None:
+            # Put after the receipt, outside a transaction (which would bill both items twice):
+            # a failure here leaves a receipt readable by id but not listed, and the caller is
+            # told it was not saved (receipt_persisted false), never the reverse.
+            self._call("put_item", TableName=self._table, Item=log)
+
+    @staticmethod
+    def _receipt_log_item(record: JournalRecord) -> Item:
+        """A receipt's entry in its owner's listing, newest last by sort key: its summary (the
+        query and a few counts), so a page of the listing reads no receipt body."""
+        summary = summarize_receipt(record)
+        item: Item = {
+            **_key(
+                _receipt_log_pk(_owner_pk(record.tenant_id, record.owner_id)),
+                _receipt_log_sk(summary.position),
+            ),
+            "kind": {"S": "receipt_log"},
+            "position": {"S": summary.position},
+            "body": {"S": summary.model_dump_json()},
+        }
+        if record.expires_at is not None:
+            item[resources.TTL_ATTRIBUTE] = {"N": str(int(record.expires_at.timestamp()))}
+        return item
+
+    def list_receipt_summaries(
+        self,
+        owner: OwnerKey,
+        *,
+        before: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> ReceiptSummaryPage:
+        if limit <= 0:
+            return ReceiptSummaryPage((), None)
+        low = _RECEIPT_LOG_PREFIX + (f"{_sortable(since)}|" if since is not None else "")
+        high = _RECEIPT_LOG_PREFIX + _HIGHEST_CHARACTER
+        if until is not None:
+            high = min(high, f"{_RECEIPT_LOG_PREFIX}{_sortable(until)}|")
+        cursor = _receipt_log_sk(before) if before is not None else None
+        if cursor is not None:
+            high = min(high, cursor)
+        if high < low:
+            return ReceiptSummaryPage((), None)
+        # Newest first; BETWEEN is inclusive, so the cursor itself may come back and is dropped.
+        items = self._query_items(
+            limit=limit + 2,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :low AND :high",
+            ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": _receipt_log_pk(_pk_of(owner))},
+                ":low": {"S": low},
+                ":high": {"S": high},
+            },
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        after_cursor = [i for i in items if cursor is None or i[SK]["S"] < cursor]
+        read = after_cursor[:limit]
+        summaries: list[RetrievalSummary] = []
+        for item in read:
+            position = str(item.get("position", {}).get("S", ""))
+            body = _unpacked(item.get("body", {"S": ""}))
+            try:
+                summaries.append(load_record(RetrievalSummary, "receipt_log", position, body))
+            except CorruptRecordError as exc:
+                log_quarantined(exc)
+        more = len(after_cursor) > limit
+        last = str(read[-1].get("position", {}).get("S", "")) if more else None
+        return ReceiptSummaryPage(tuple(summaries), last)
+
+    def get_receipt_records(
+        self, owner: OwnerKey, request_ids: Sequence[str]
+    ) -> dict[str, JournalRecord]:
+        pk = _pk_of(owner)
+        keys = [_key(_receipt_pk(pk, i), f"JOURNAL#{_part(i)}") for i in dict.fromkeys(request_ids)]
+        records = load_readable(JournalRecord, "journal", map(_stored, self._batch_get(keys)))
+        return {j.id: j for j in records if j.operation == RECEIPT_OPERATION}
 
     def list_node_history(
         self, owner: OwnerKey, node_id: str, *, after: str | None, limit: int
@@ -1264,7 +1362,7 @@ class DynamoDbLedger:
                 ExpressionAttributeValues={":pk": {"S": pk}},
                 ConsistentRead=True,
             )
-        removed = Counter(_erased_field(item) for item in items)
+        removed = Counter(field for field in map(_erased_field, items) if field)
         saved = erasure.model_copy(update={"removed": erasure.removed.plus(removed)})
         keys = [_key(item[PK]["S"], item[SK]["S"]) for item in items]
         deletes = [

@@ -11,7 +11,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +35,7 @@ from prme.model.enums import LifecycleState, NodeType, WorkFamily, WorkStatus
 from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.graph import NodeHistoryPage, history_position, history_reference_ids
 from prme.model.listings import EventDeletion
+from prme.model.receipt_listing import ReceiptSummaryPage, RetrievalSummary, receipt_position
 from prme.model.records import (
     Credential,
     Event,
@@ -48,6 +49,7 @@ from prme.model.records import (
     StoreCommit,
     WorkItem,
 )
+from prme.retrieval.receipt_summary import summarize_receipt
 from prme.retrieval.receipts import RECEIPT_OPERATION
 
 _SCHEMA = """
@@ -96,6 +98,8 @@ CREATE TABLE IF NOT EXISTS journal_nodes (
     journal_id TEXT NOT NULL,
     PRIMARY KEY (tenant, owner, node_id, position)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS journal_nodes_by_record ON journal_nodes (tenant, owner, journal_id);
+CREATE INDEX IF NOT EXISTS receipts_by_time ON journal (tenant, owner, created_at, id)
+    WHERE operation = 'retrieval_receipt';
 CREATE TABLE IF NOT EXISTS erasures (
     tenant TEXT NOT NULL, erasure_id TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (tenant, erasure_id)) WITHOUT ROWID;
@@ -132,6 +136,13 @@ def _status_column(status: WorkStatus, family: WorkFamily) -> str:
 
 
 _PARSED_NODE_CACHE = 10_000
+# Sorts after every stored time: the open upper end of a receipt listing.
+_HIGHEST_TEXT = "\U0010ffff"
+
+
+def _stored_time(at: datetime) -> str:
+    """A time as the journal's created_at column holds the engine clock's UTC times."""
+    return at.astimezone(UTC).isoformat()
 
 
 class SqliteLedger:
@@ -694,6 +705,70 @@ class SqliteLedger:
             rows += [(edge_id, body) for edge_id, body in found]
         edges = {e.id: e for e in load_readable(MemoryEdge, "edge", rows)}
         return sorted(edges.values(), key=lambda e: (e.created_at, e.id))
+
+    def list_receipt_summaries(
+        self,
+        owner: OwnerKey,
+        *,
+        before: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> ReceiptSummaryPage:
+        if limit <= 0:
+            return ReceiptSummaryPage((), None)
+        # Receipts keep the engine clock's UTC times, whose ISO text sorts as time does (a
+        # whole second's "+00:00" before any fraction's "."): a descending walk of the partial
+        # index receipts_by_time. The operation is written out so the planner can use it.
+        high = (_HIGHEST_TEXT, "")
+        if until is not None:
+            high = min(high, (_stored_time(until), ""))
+        if before is not None:
+            moment, _, request_id = before.partition("|")
+            at = datetime.strptime(moment, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+            high = min(high, (_stored_time(at), request_id))
+        rows = self._query(
+            "SELECT id, body, created_at FROM journal WHERE tenant=? AND owner=? "
+            "AND operation='retrieval_receipt' AND created_at >= ? AND (created_at, id) < (?, ?) "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (
+                owner.tenant_id,
+                owner.owner_id,
+                "" if since is None else _stored_time(since),
+                *high,
+                limit + 1,
+            ),
+        )
+        read = rows[:limit]
+        summaries: list[RetrievalSummary] = []
+        for record_id, body, _ in read:
+            try:
+                summaries.append(
+                    summarize_receipt(load_record(JournalRecord, "journal", record_id, body))
+                )
+            except CorruptRecordError as exc:
+                log_quarantined(exc)
+        if len(rows) <= limit:
+            return ReceiptSummaryPage(tuple(summaries), None)
+        last_id, _, last_at = read[-1]
+        position = receipt_position(datetime.fromisoformat(last_at), last_id)
+        return ReceiptSummaryPage(tuple(summaries), position)
+
+    def get_receipt_records(
+        self, owner: OwnerKey, request_ids: Sequence[str]
+    ) -> dict[str, JournalRecord]:
+        unique = list(dict.fromkeys(request_ids))
+        rows: list[tuple[str, ...]] = []
+        for start in range(0, len(unique), 400):
+            chunk = unique[start : start + 400]
+            marks = ",".join("?" * len(chunk))
+            rows += self._query(
+                # Only placeholders are interpolated.
+                f"SELECT id, body FROM journal WHERE tenant=? AND owner=? AND id IN ({marks}) "  # noqa: S608
+                f"AND operation=?",
+                (owner.tenant_id, owner.owner_id, *chunk, RECEIPT_OPERATION),
+            )
+        return {j.id: j for j in load_readable(JournalRecord, "journal", rows)}
 
     def list_nodes_page(
         self, owner: OwnerKey, *, after_id: str | None, limit: int

@@ -16,6 +16,7 @@ from prme.backends.commit_rule import applied_once
 from prme.backends.session_order import alternate
 from prme.errors import (
     ConflictError,
+    CorruptRecordError,
     IndexUnavailableError,
     NotFoundError,
     StorageUnavailableError,
@@ -25,6 +26,7 @@ from prme.model.erasure import OwnerErasure, journal_count_field
 from prme.model.extraction import stored_assertion_key
 from prme.model.graph import NodeHistoryPage, history_position, history_reference_ids
 from prme.model.listings import EventDeletion
+from prme.model.receipt_listing import ReceiptSummaryPage, RetrievalSummary, receipt_position
 from prme.model.records import (
     Credential,
     Event,
@@ -39,6 +41,7 @@ from prme.model.records import (
     WorkItem,
 )
 from prme.model.search import IndexDocument, IndexHits, IndexQuery
+from prme.retrieval.receipt_summary import summarize_receipt
 from prme.retrieval.receipts import RECEIPT_OPERATION
 
 _Record = TypeVar("_Record", Event, MemoryNode, MemoryEdge)
@@ -368,6 +371,54 @@ class InMemoryLedger:
                 ),
                 key=lambda e: (e.created_at, e.id),
             )
+
+    def list_receipt_summaries(
+        self,
+        owner: OwnerKey,
+        *,
+        before: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> ReceiptSummaryPage:
+        with self._lock:
+            placed = sorted(
+                (
+                    (receipt_position(j.created_at, j.id), j)
+                    for (tenant, owner_id, _), j in self.journal.items()
+                    if _key(owner, tenant, owner_id) and j.operation == RECEIPT_OPERATION
+                ),
+                key=lambda pair: pair[0],
+                reverse=True,
+            )
+        in_range = [
+            (position, j)
+            for position, j in placed
+            if (before is None or position < before)
+            and (since is None or j.created_at >= since)
+            and (until is None or j.created_at < until)
+        ]
+        read = in_range[: max(limit, 0)]
+        summaries: list[RetrievalSummary] = []
+        for _, record in read:
+            try:
+                summaries.append(summarize_receipt(record))
+            except CorruptRecordError:
+                continue
+        more = len(in_range) > len(read) and bool(read)
+        return ReceiptSummaryPage(tuple(summaries), read[-1][0] if more else None)
+
+    def get_receipt_records(
+        self, owner: OwnerKey, request_ids: Sequence[str]
+    ) -> dict[str, JournalRecord]:
+        with self._lock:
+            found = {
+                i: self.journal.get((owner.tenant_id, owner.owner_id, i))
+                for i in dict.fromkeys(request_ids)
+            }
+        return {
+            i: j for i, j in found.items() if j is not None and j.operation == RECEIPT_OPERATION
+        }
 
     def list_nodes_page(
         self, owner: OwnerKey, *, after_id: str | None, limit: int

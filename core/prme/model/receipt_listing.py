@@ -1,0 +1,119 @@
+"""Listings of an owner's saved retrieval receipts, newest first: one summary per receipt, and
+the receipts that ranked one memory with what became of it there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from prme.model.graph import HISTORY_POSITION_PATTERN, history_position, is_history_position
+
+DEFAULT_RETRIEVAL_PAGE = 20
+MAX_RETRIEVAL_PAGE = 100
+# Receipts one call of a memory's retrievals reads at most: each is a whole receipt body.
+MAX_NODE_SCAN = 200
+# A receipt's place in its owner's listing (and the listing's cursor): its UTC time, fixed
+# width, then its request id; the same form as a journal record's history position.
+RECEIPT_POSITION_PATTERN = HISTORY_POSITION_PATTERN
+
+
+def receipt_position(created_at: datetime, request_id: str) -> str:
+    return history_position(created_at, request_id)
+
+
+def is_receipt_position(text: str) -> bool:
+    return is_history_position(text)
+
+
+class RetrievalSummary(BaseModel):
+    """One saved receipt as a listing shows it; the receipt itself has everything else."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str = Field(description="The retrieval's id, which names its receipt")
+    created_at: AwareDatetime = Field(description="When the retrieval ran")
+    expires_at: AwareDatetime | None = Field(
+        default=None, description="When the receipt stops being readable (its retention)"
+    )
+    query: str = Field(description="The query as sent (untrusted text: show it as text)")
+    returned_count: int = Field(description="Results the retrieval returned")
+    candidate_count: int = Field(
+        description="Candidates the receipt accounts for: every record ranked, returned or "
+        "left out, and records added as session context"
+    )
+    tokens_used: int = Field(description="Tokens the packed context took")
+    context_format: str = Field(description="reader or auditable")
+    retrieval_profile: str | None = Field(
+        description="The retrieval profile used; null in receipts saved before profiles"
+    )
+
+    @property
+    def position(self) -> str:
+        return receipt_position(self.created_at, self.request_id)
+
+
+@dataclass(frozen=True)
+class ReceiptSummaryPage:
+    """What a ledger read of the owner's receipt listing found: the readable summaries, newest
+    first, and the position of the last receipt it read when older ones may follow."""
+
+    summaries: tuple[RetrievalSummary, ...]
+    next_position: str | None
+
+
+class RetrievalPage(BaseModel):
+    """A page of the owner's saved retrievals, newest first."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retrievals: list[RetrievalSummary] = Field(
+        description="Saved receipts, newest first; expired and unreadable ones are left out, "
+        "so a page may hold fewer than limit while more follow"
+    )
+    next_cursor: str | None = Field(
+        description="Pass as cursor for the next (older) page; null when none follows"
+    )
+
+
+class NodeRetrieval(BaseModel):
+    """One saved retrieval that ranked a memory, and what became of the memory there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str = Field(description="The retrieval's id, which names its receipt")
+    created_at: AwareDatetime = Field(description="When the retrieval ran")
+    query: str = Field(description="The query as sent (untrusted text: show it as text)")
+    outcome: str = Field(
+        description="returned, or why the memory was left out (the receipt's candidate "
+        "outcome: filtered, min_score, source_limit, evidence_limit, limit, token_budget, "
+        "response_size)"
+    )
+    rank: int | None = Field(
+        description="Its 1-based place in the fused order of the candidates; null for a "
+        "record that entered only as session context of a result"
+    )
+    context_ref: str | None = Field(
+        description="Its reference in the packed context (m1, m2, ...); null when not packed"
+    )
+    context_of: str | None = Field(
+        default=None,
+        description="The result it was added next to, when it entered as session context",
+    )
+
+
+class NodeRetrievalPage(BaseModel):
+    """The saved retrievals that ranked one memory, from one bounded scan of receipts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node_id: str = Field(description="The memory node asked about")
+    retrievals: list[NodeRetrieval] = Field(
+        description="Among the receipts this call read, those that ranked the node, newest "
+        "first, whether it was returned or left out"
+    )
+    scanned: int = Field(description="Receipts this call read")
+    next_cursor: str | None = Field(
+        description="Pass as cursor to scan older receipts; null when none are left"
+    )
