@@ -68,6 +68,7 @@ from prme.model.receipt_listing import (
 )
 from prme.operations import BY_NAME, Operation, Shape, client_docstring, presented
 from prme.remote import AsyncHttpTransport, HttpTransport, RetryPolicy
+from prme.retrieval.context_rebuild import RebuiltContext
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.settings import Settings
 
@@ -591,6 +592,11 @@ class _Calls:
     ) -> Call[feedback.ReplayReport]:
         return Call("replay_retrieval", user_id, {"request_id": request_id})
 
+    def get_retrieval_context(
+        self, request_id: str, *, user_id: str | None = None
+    ) -> Call[RebuiltContext]:
+        return Call("get_retrieval_context", user_id, {"request_id": request_id})
+
     def resolve_tool_arguments(
         self, request_id: str, arguments: dict[str, Any], *, user_id: str | None = None
     ) -> Call[ToolArgumentResolution]:
@@ -1107,6 +1113,7 @@ class MemoryClient:
     get_answer_citations = _blocking(_Calls.get_answer_citations)
     list_answer_citations = _blocking(_Calls.list_answer_citations)
     replay_retrieval = _blocking(_Calls.replay_retrieval)
+    get_retrieval_context = _blocking(_Calls.get_retrieval_context)
     resolve_tool_arguments = _blocking(_Calls.resolve_tool_arguments)
     propose_aliases = _blocking(_Calls.propose_aliases)
     list_alias_proposals = _blocking(_Calls.list_alias_proposals)
@@ -1264,6 +1271,7 @@ class AsyncMemoryClient:
     get_answer_citations = _awaitable(_Calls.get_answer_citations)
     list_answer_citations = _awaitable(_Calls.list_answer_citations)
     replay_retrieval = _awaitable(_Calls.replay_retrieval)
+    get_retrieval_context = _awaitable(_Calls.get_retrieval_context)
     resolve_tool_arguments = _awaitable(_Calls.resolve_tool_arguments)
     propose_aliases = _awaitable(_Calls.propose_aliases)
     list_alias_proposals = _awaitable(_Calls.list_alias_proposals)

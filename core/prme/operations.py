@@ -47,7 +47,7 @@ from prme.model import (
     usage,
 )
 from prme.model.limits import Limited, LimitsReport
-from prme.retrieval import receipts
+from prme.retrieval import context_rebuild, receipts
 
 
 class Capability(StrEnum):
@@ -1166,6 +1166,20 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute("GET", "/v1/nodes/{node_id}/retrievals", Errors.READ),
         request=None,
         response=receipt_listing.NodeRetrievalPage,
+    ),
+    # -- the memory inspector (issue 21) --
+    Operation(
+        "get_retrieval_context",
+        Capability.RECEIPTS,
+        "Rebuild a retrieval's packed context",
+        "The packed context of a saved retrieval, rendered again from its receipt (which keeps "
+        "the context's digest and entries, not its text) and the memories as stored now, with "
+        "each reference's memory and whether the text is exactly what the model saw. Memories "
+        "deleted since are left out of the text and listed; memories changed since are listed.",
+        http=HttpRoute("GET", "/v1/retrievals/{request_id}/context", Errors.READ),
+        request=None,
+        response=context_rebuild.RebuiltContext,
+        shape=Shape.READ_ONE,
     ),
 )
 

@@ -179,6 +179,7 @@ ROUTES: dict[tuple[str, str], Case] = {
     ),
     ("GET", "/v1/events/{event_id}/extraction"): Case("query", foreign=True),
     ("POST", "/v1/organize"): Case("body", lambda _: {"budget_ms": 2000}),
+    ("GET", "/v1/retrievals/{request_id}/context"): Case("query", foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every

@@ -27,6 +27,7 @@ from prme.model.inputs import RetrieveInput
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, MemoryNode, OwnerKey
 from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
+from prme.retrieval.compact_receipt import session_context_provenance
 from prme.retrieval.fusion import (
     CORRECTION,
     CURRENT_VALUE,
@@ -38,7 +39,7 @@ from prme.retrieval.fusion import (
     fuse,
     query_features,
 )
-from prme.retrieval.packing import PackedContext, pack_context
+from prme.retrieval.packing import PackedContext, pack_context, packing_order
 from prme.retrieval.query_analysis import (
     asks_for_current_state,
     mentioned_periods,
@@ -354,11 +355,7 @@ def retrieve_memories(
             max_per_source=request.max_per_source,
             max_per_evidence=request.max_per_evidence,
             context_format=request.context_format,
-            packing_order=(
-                "rank_admitted_session_grouped"
-                if request.context_format == "reader" and config.packing.reader_layout == "sessions"
-                else "rank"
-            ),
+            packing_order=packing_order(request.context_format, config.packing.reader_layout),
             fold_repeated_text=config.packing.fold_repeated_text,
             session_context_rank_fusion_score_decay=(
                 config.packing.session_context_rank_fusion_score_decay
@@ -562,13 +559,7 @@ def _context_rows(
                 "channel_scores": {},
                 "semantic_relevance": cosine,
                 "score": score,
-                "score_provenance": {
-                    "formula_version": 2,
-                    "session_context": {"anchor": anchor, "decay": decay},
-                    "score": score,
-                }
-                if node_id not in selection.excluded
-                else {},
+                "score_provenance": session_context_provenance(anchor, decay, score),
                 "evidence_refs": list(node.evidence_refs),
                 "outcome": selection.excluded.get(node_id, "returned"),
             }
@@ -597,8 +588,8 @@ def _receipt_candidate_rows(
                 "channel_scores": candidates.scores.get(c.node_id, {}),
                 "semantic_relevance": candidates.semantic.get(c.node_id),
                 "score": c.score,
-                # The spec asks provenance of returned candidates; the rest replay from ranks.
-                "score_provenance": c.provenance() if c.node_id not in selection.excluded else {},
+                # Every candidate's, so a left-out one shows how its score was made too.
+                "score_provenance": c.provenance(),
                 "evidence_refs": list(node.evidence_refs),
                 "outcome": selection.excluded.get(c.node_id, "returned"),
             }

@@ -37,6 +37,7 @@ from prme.engine.identity import Principal
 from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.limits import unlimited_report
+from prme.engine.receipt_context import get_retrieval_context
 from prme.engine.reindex import ReindexProgress, ReindexReport, reindex_owner
 from prme.engine.store import StoreResult
 from prme.engine.work_dispatch import ProcessingReport, SweepReport
@@ -95,6 +96,7 @@ from prme.model.receipt_listing import (
 from prme.model.records import Event, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 from prme.model.uploads import ImportUploadOpened, UploadRequest
 from prme.model.usage import UsagePeriod, UsageReport
+from prme.retrieval.context_rebuild import RebuiltContext
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.response_size import ResponseBudget
 from prme.retrieval.results import RetrievalResponse
@@ -213,6 +215,9 @@ class MemoryEngine:
 
     def get_retrieval_receipt(self, owner: OwnerKey, request_id: str) -> RetrievalReceipt:
         return reads.get_receipt(self.deps, owner, request_id)
+
+    def get_retrieval_context(self, owner: OwnerKey, request_id: str) -> RebuiltContext:
+        return get_retrieval_context(self.deps, owner, request_id)
 
     def process_queued(self, refs: Sequence[WorkRef]) -> ProcessingReport:
         return work_dispatch.process_work_refs(self.deps, refs)

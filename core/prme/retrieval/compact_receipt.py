@@ -91,6 +91,15 @@ def _group_outcomes(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
     return grouped
 
 
+def session_context_provenance(anchor: str, decay: float, score: float) -> dict[str, Any]:
+    """How a record added as session context was scored: its anchor's score times the decay."""
+    return {
+        "formula_version": 2,
+        "session_context": {"anchor": anchor, "decay": decay},
+        "score": score,
+    }
+
+
 def compact_payload(full: dict[str, Any]) -> dict[str, Any]:
     """The compact form of a receipt given as JSON values (the fields of `RetrievalReceipt`).
 
@@ -205,7 +214,7 @@ def expand_payload(compact: dict[str, Any]) -> dict[str, Any]:
                 "channel_scores": {},
                 "semantic_relevance": cosine,
                 "score": fused.score,
-                "score_provenance": fused.provenance() if outcome == _RETURNED else {},
+                "score_provenance": fused.provenance(),
                 "evidence_refs": [],
                 "outcome": outcome,
             }
@@ -226,13 +235,7 @@ def expand_payload(compact: dict[str, Any]) -> dict[str, Any]:
                 "channel_scores": {},
                 "semantic_relevance": cosine,
                 "score": score,
-                "score_provenance": {
-                    "formula_version": 2,
-                    "session_context": {"anchor": ids[anchor], "decay": decay},
-                    "score": score,
-                }
-                if outcome == _RETURNED
-                else {},
+                "score_provenance": session_context_provenance(ids[anchor], decay, score),
                 "evidence_refs": [],
                 "outcome": outcome,
             }

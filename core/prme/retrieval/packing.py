@@ -1,13 +1,14 @@
 """Packing ranked memories into a token budget and rendering them as model context.
 
 Records are never truncated: one that does not fit is left out (reason token_budget)
-and smaller later records may still fill the remaining budget.
+and smaller later records may still fill the remaining budget. The rendering is one code
+path (`_line_parts`, `_assemble`) that packing and the rebuild of a saved context share.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -47,6 +48,23 @@ class PackedContext:
 
 PackingLayout = Literal["sessions", "ranked"]
 _NO_GROUP = (date.min, "")
+# How a receipt names the layout it was packed in (its config.packing_order).
+RANKED_ORDER = "rank"
+SESSION_GROUPED_ORDER = "rank_admitted_session_grouped"
+
+
+def packing_order(context_format: ContextFormat, layout: PackingLayout) -> str:
+    """The receipt's name for how the context was laid out: only the reader format groups."""
+    return SESSION_GROUPED_ORDER if _grouped(context_format, layout) else RANKED_ORDER
+
+
+def layout_of(saved_packing_order: str) -> PackingLayout:
+    """The layout a receipt's packing_order names."""
+    return "sessions" if saved_packing_order == SESSION_GROUPED_ORDER else "ranked"
+
+
+def _grouped(context_format: ContextFormat, layout: PackingLayout) -> bool:
+    return layout == "sessions" and context_format == "reader"
 
 
 def render_record(
@@ -90,6 +108,13 @@ def _record_parts(
     return f"[{ref}] {when.strftime('%Y-%m-%d %H:%M')}{tag}", f" {text}"
 
 
+def _line_parts(
+    ref: str, node: MemoryNode, context_format: ContextFormat, *, grouped: bool
+) -> tuple[str, str]:
+    """A record's line as packed: a grouped line leaves its date to the group's header."""
+    return _record_parts(ref, node, context_format, with_time=not grouped)
+
+
 def _group_of(node: MemoryNode) -> tuple[date, str]:
     """Records of one day and session share a header that carries their date once."""
     return node.effective_time.date(), node.session_id or ""
@@ -116,7 +141,7 @@ def pack_context(
     oldest group first and each group in time order, so a conversation reads in order and
     its date costs tokens once per group instead of once per record. Refs (m1, m2, ...)
     follow rank in both layouts."""
-    grouped = layout == "sessions" and context_format == "reader"
+    grouped = _grouped(context_format, layout)
     entries: list[ContextEntry] = []
     excluded: list[ExcludedCandidate] = []
     lines: dict[str, str] = {}
@@ -137,7 +162,7 @@ def pack_context(
                 )
             )
             continue
-        head, body = _record_parts(ref, node, context_format, with_time=not grouped)
+        head, body = _line_parts(ref, node, context_format, grouped=grouped)
         line = head + body
         # A newline separates records; count it against the budget too.
         cost = counter.count(head) + (counter.count(body) if body else 0) + (1 if entries else 0)
@@ -154,7 +179,7 @@ def pack_context(
         entries.append(ContextEntry(ref=ref, node_id=node.id, representation="full", tokens=cost))
         lines[node.id] = line
         first_ref_by_text.setdefault(node.content, ref)
-    context = _render(admitted, lines) if grouped else "\n".join(lines[n.id] for n in admitted)
+    context = _assemble(admitted, lines, grouped=grouped)
     return PackedContext(
         context=context,
         context_sha256=sha256_text(context),
@@ -165,7 +190,31 @@ def pack_context(
     )
 
 
-def _render(admitted: Sequence[MemoryNode], lines: dict[str, str]) -> str:
+def render_context(
+    records: Sequence[tuple[str, MemoryNode]],
+    *,
+    context_format: ContextFormat,
+    layout: PackingLayout,
+) -> str:
+    """The context text of the records given as (ref, node) in ref order, rendered exactly as
+    `pack_context` renders the records it admitted (folded entries carry no text: leave them
+    out). Rebuilding a saved context from its receipt's entries goes through here."""
+    grouped = _grouped(context_format, layout)
+    lines = {
+        node.id: "".join(_line_parts(ref, node, context_format, grouped=grouped))
+        for ref, node in records
+    }
+    return _assemble([node for _, node in records], lines, grouped=grouped)
+
+
+def _assemble(admitted: Sequence[MemoryNode], lines: Mapping[str, str], *, grouped: bool) -> str:
+    """The admitted records' lines joined: in rank order, or under their group headers."""
+    if not grouped:
+        return "\n".join(lines[n.id] for n in admitted)
+    return _render_grouped(admitted, lines)
+
+
+def _render_grouped(admitted: Sequence[MemoryNode], lines: Mapping[str, str]) -> str:
     moment = {n.id: n.effective_time.timestamp() for n in admitted}
     by_group: dict[tuple[date, str], list[MemoryNode]] = {}
     for node in admitted:

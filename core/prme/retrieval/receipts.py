@@ -63,8 +63,10 @@ class ReceiptCandidate(BaseModel):
         description="The fused score (in compact receipts recomputed on read from the saved ranks)"
     )
     score_provenance: dict[str, Any] = Field(
-        description="How the score was made (per-channel terms and each adjustment); empty for "
-        "a candidate left out"
+        description="How the score was made: the per-channel RRF terms and each adjustment in "
+        "order, or for a session-context record its anchor and decay; given for every "
+        "candidate, returned or left out (empty for left-out candidates of receipts saved "
+        "before schema 23)"
     )
     evidence_refs: list[str] = Field(
         default_factory=list,
