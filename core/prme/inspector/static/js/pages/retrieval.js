@@ -202,7 +202,7 @@ function candidatesSection(receipt, nodes) {
     if (fused) rank += 1;
     return [
       fused ? String(rank) : "—",
-      memoryLink(candidate.node_id, nodes),
+      h("span", { class: "candidate", "data-node-id": candidate.node_id }, memoryLink(candidate.node_id, nodes)),
       channelRanks(candidate),
       candidate.semantic_relevance === null || candidate.semantic_relevance === undefined
         ? h("span", { class: "muted" }, "not kept")
