@@ -53,6 +53,7 @@ from prme.model import (
     usage,
 )
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
+from prme.model.caller import CallerIdentity
 from prme.model.conditions import ConditionInput
 from prme.model.extraction import SavedExtraction
 from prme.model.graph import DEFAULT_MAX_HOPS, DEFAULT_OPERATION_LIMIT
@@ -215,6 +216,9 @@ class _Calls:
         scope: str | None = None,
         session_id: str | None = None,
         include_inactive: bool = False,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        text: str | None = None,
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
@@ -237,6 +241,7 @@ class _Calls:
         role: str | None = None,
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        text: str | None = None,
         limit: int = DEFAULT_LIST_PAGE,
         after_id: str | None = None,
         user_id: str | None = None,
@@ -890,6 +895,11 @@ class _Calls:
             ),
         )
 
+    def get_caller(self) -> Call[CallerIdentity]:
+        """In a directory: the client itself, an operator of its tenant without a key
+        (keyless), acting for its default user when a call names none."""
+        return Call("get_caller", local=lambda at: at.engine.get_caller(at.principal))
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1134,6 +1144,7 @@ class MemoryClient:
     organize = _blocking(_Calls.organize)
     list_retrievals = _blocking(_Calls.list_retrievals)
     list_node_retrievals = _blocking(_Calls.list_node_retrievals)
+    get_caller = _blocking(_Calls.get_caller)
 
 
 class AsyncMemoryClient:
@@ -1292,3 +1303,4 @@ class AsyncMemoryClient:
     organize = _awaitable(_Calls.organize)
     list_retrievals = _awaitable(_Calls.list_retrievals)
     list_node_retrievals = _awaitable(_Calls.list_node_retrievals)
+    get_caller = _awaitable(_Calls.get_caller)

@@ -33,6 +33,7 @@ from prme.http import (
 from prme.model import (
     assertions,
     bindings,
+    caller,
     erasure,
     extraction,
     feedback,
@@ -1180,6 +1181,20 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=context_rebuild.RebuiltContext,
         shape=Shape.READ_ONE,
+    ),
+    # -- the memory inspector (issue 21) --
+    Operation(
+        "get_caller",
+        Capability.KEYS,
+        "Read who the key is",
+        "The caller as its key makes it: the tenant, the role (an owner key acting for one "
+        "user, or an operator key acting for any user it names), that user for an owner key, "
+        "whether this is a local server's keyless access, and the key's id (never its secret). "
+        "A page signing in with a key calls it first; reading it counts against no limit.",
+        http=HttpRoute("GET", "/v1/me"),
+        request=None,
+        response=caller.CallerIdentity,
+        limited=Limited.EXEMPT,
     ),
 )
 

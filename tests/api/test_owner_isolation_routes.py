@@ -197,6 +197,8 @@ OWNERLESS_ROUTES = {
     ("GET", "/v1/limits"),
     # Operator-only, summing the key's own tenant (tests/api/test_usage_routes.py).
     ("GET", "/v1/usage"),
+    # The caller's own key read back: no owner's records (tests/api/test_caller_route.py).
+    ("GET", "/v1/me"),
 }
 
 TOOLS: dict[str, Case] = {

@@ -121,4 +121,4 @@ def test_the_table_counts_stores_retrievals_and_deletions_by_their_entries() -> 
     assert {"store", "ingest", "ingest_fast", "import_records"} <= by_class[Limited.STORE]
     assert by_class[Limited.RETRIEVAL] == {"retrieve"}
     assert by_class[Limited.RELEASE] == {"delete_memory", "erase_owner"}
-    assert by_class[Limited.EXEMPT] == {"get_limits"}
+    assert by_class[Limited.EXEMPT] == {"get_limits", "get_caller"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prme.errors import InvalidRequestError, PermissionDeniedError
+from prme.model.caller import CallerIdentity
 from prme.model.enums import CredentialRole
 from prme.model.input_policy import text_problem
 from prme.model.records import OwnerKey
@@ -70,3 +71,18 @@ def resolve_owner(principal: Principal, user_id: str | None) -> OwnerKey:
     if user_id is None:
         raise InvalidRequestError("operator keys must name user_id", field=("user_id",))
     return OwnerKey(tenant_id=principal.tenant_id, owner_id=validate_user_id(user_id))
+
+
+def describe_caller(principal: Principal) -> CallerIdentity:
+    """What a caller may read back about itself: everything its principal holds but a secret,
+    which a principal never holds."""
+    owner_key = principal.role is CredentialRole.OWNER
+    return CallerIdentity(
+        tenant_id=principal.tenant_id,
+        role=principal.role,
+        # Only keyless local access (and an in-process client) acts as an operator without a key.
+        keyless=principal.key_id is None and not owner_key,
+        owner_id=principal.owner_id if owner_key else None,
+        default_owner_id=principal.owner_id if owner_key else principal.default_owner_id,
+        key_id=principal.key_id,
+    )

@@ -33,7 +33,7 @@ from prme.engine import (
 )
 from prme.engine.deps import EngineDeps
 from prme.engine.extraction import saved_extraction
-from prme.engine.identity import Principal
+from prme.engine.identity import Principal, describe_caller
 from prme.engine.ingest import IngestResult
 from prme.engine.ingest_fast import FastIngestResult
 from prme.engine.limits import unlimited_report
@@ -51,6 +51,7 @@ from prme.model.assertions import (
     AssertionStateQuery,
 )
 from prme.model.bindings import ToolArgumentResolution
+from prme.model.caller import CallerIdentity
 from prme.model.conditions import ConditionInput
 from prme.model.enums import ProcessingStatus, Scope, WorkFailure, WorkFamily
 from prme.model.erasure import OwnerErasure
@@ -379,6 +380,10 @@ class MemoryEngine:
         return quantities.aggregate_text(self.deps, owner, question)
 
     # -- per-tenant limits (engine/limits.py) --
+
+    def get_caller(self, principal: Principal) -> CallerIdentity:
+        """Who the caller is: tenant, role, owner, key id (engine/identity.py)."""
+        return describe_caller(principal)
 
     def get_limits(self, tenant_id: str) -> LimitsReport:
         """The limits of a tenant, the use of each and when it resets."""

@@ -15,6 +15,7 @@ from prme.engine.work_dispatch import ProcessingReport
 from prme.http import (
     routes_aliases,
     routes_assertions,
+    routes_caller,
     routes_conflicts,
     routes_graph,
     routes_keys,
@@ -121,6 +122,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_graph.register(app, engine)
     routes_assertions.register(app, engine)
     routes_receipt_listing.register(app, engine)
+    routes_caller.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

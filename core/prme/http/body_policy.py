@@ -1,10 +1,14 @@
-"""The HTTP edge of the input policy: bodies bounded while they are read, then checked.
+"""The HTTP edge of the input policy: bodies bounded while they are read, then checked, and
+query strings that are not UTF-8 refused.
 
 A pure ASGI middleware, outermost in the app, so it runs before routing, parsing and
 authentication: an oversized body is refused (413) from its Content-Length or as soon as
 the bytes read pass the limit, and a JSON body that breaks `prme.model.input_policy`
 (depth, NaN or Infinity, unsafe integers, invalid Unicode) is refused (422) before any
-route sees it. Every surface behind it (REST routes and /mcp) is covered at once.
+route sees it. A query parameter whose percent-decoded bytes are not UTF-8 (a lone surrogate
+encoded as bytes, Latin-1 text) is refused (422) too, where the framework would otherwise
+replace them with U+FFFD and search, filter or name by text nobody sent. Every surface behind it
+(REST routes and /mcp) is covered at once.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import email.message
 import json
 import re
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,6 +27,7 @@ from prme.model.input_policy import (
     MAX_BODY_DEPTH,
     InputPolicyError,
     check_json_value,
+    excerpt,
 )
 
 
@@ -80,6 +86,19 @@ def policy_problem(body: bytes) -> tuple[str, tuple[str | int, ...]] | None:
     return None
 
 
+def query_problem(query_string: bytes) -> tuple[str, str] | None:
+    """Why a raw query string cannot be read as UTF-8 text (message, parameter), or None."""
+    for pair in query_string.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        for part in (name, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                shown = unquote_to_bytes(name).decode("utf-8", "replace")
+                return "must be UTF-8 encoded", excerpt(shown)
+    return None
+
+
 class BodyPolicyMiddleware:
     """Refuse bodies over `max_body_bytes` (413) and JSON that breaks the input policy (422)."""
 
@@ -96,6 +115,12 @@ class BodyPolicyMiddleware:
         self.streamed_puts = streamed_puts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = scope.get("query_string", b"") if scope["type"] == "http" else b""
+        if query and (fault := query_problem(query)) is not None:
+            reason, name = fault
+            detail = [{"loc": ["query", name], "msg": reason, "type": "value_error"}]
+            await _send_json(send, 422, {"detail": detail})
+            return
         if scope["type"] != "http" or scope["method"] in {"GET", "HEAD", "OPTIONS"}:
             await self.app(scope, receive, send)
             return

@@ -14,7 +14,14 @@ from prme.model.bindings import VisibleValueBinding
 from prme.model.enums import CredentialRole, LifecycleState, NodeType, ProcessingStatus, Role, Scope
 from prme.model.imports import BulkImportInput
 from prme.model.inputs import FastIngestInput, IngestInput, RetrieveInput, StoreInput
-from prme.model.listings import EventFilter, EventPage, NodeFilter, NodePage
+from prme.model.listings import (
+    MAX_SEARCH_TEXT_CHARS,
+    EventFilter,
+    EventPage,
+    NodeFilter,
+    NodePage,
+    SearchText,
+)
 from prme.model.portability import ImportBatch
 from prme.model.records import Credential, Event, MemoryNode, WorkItem
 from prme.model.uploads import UploadRequest
@@ -403,6 +410,20 @@ class NodeListQuery(BaseModel):
         default=False,
         description="Also list superseded, deprecated and archived nodes (left out by default)",
     )
+    since: AwareDatetime | None = Field(
+        default=None,
+        description="Only nodes whose time is at or after this: the event time of what they "
+        "say when known, else when the node was created",
+    )
+    until: AwareDatetime | None = Field(
+        default=None,
+        description="Only nodes whose time (as for since) is before this",
+    )
+    text: SearchText | None = Field(
+        default=None,
+        description=f"Only nodes whose content contains this text, ignoring case (1 to "
+        f"{MAX_SEARCH_TEXT_CHARS} characters, no control characters; matched literally)",
+    )
     user_id: str | None = USER_ID
 
     def node_filter(self) -> NodeFilter:
@@ -425,6 +446,11 @@ class EventListQuery(BaseModel):
     )
     until: AwareDatetime | None = Field(
         default=None, description="Only events that happened before this time"
+    )
+    text: SearchText | None = Field(
+        default=None,
+        description=f"Only events whose verbatim content contains this text, ignoring case (1 "
+        f"to {MAX_SEARCH_TEXT_CHARS} characters, no control characters; matched literally)",
     )
     user_id: str | None = USER_ID
 

@@ -100,7 +100,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
-from prme.model.listings import NodeFilter
+from prme.model.listings import NodeFilter, SearchText
 from prme.model.organizer import (
     DEFAULT_BUDGET_MS,
     MAX_BUDGET_MS,
@@ -910,6 +910,7 @@ def _manage_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
             str | None, described(NodeListQuery, "session_id", min_length=1, max_length=256)
         ] = None,
         include_inactive: Annotated[bool, described(NodeListQuery, "include_inactive")] = False,
+        text: Annotated[SearchText | None, described(NodeListQuery, "text")] = None,
         limit: Annotated[
             int, described(NodeListQuery, "limit", ge=1, le=MAX_LIST_PAGE)
         ] = _MCP_LIST_PAGE,
@@ -922,6 +923,7 @@ def _manage_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> 
             scope=scope,
             session_id=session_id,
             include_inactive=include_inactive,
+            text=text,
         )
         return run(
             user_id,

@@ -2,17 +2,58 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from prme.model.enums import INACTIVE_LIFECYCLE_STATES, LifecycleState, NodeType, Role, Scope
+from prme.model.input_policy import check_text
 from prme.model.records import Event, JournalRecord, MemoryEdge, MemoryNode, OwnerKey, WorkItem
 
 MEMORY_DELETION_OPERATION = "memory_deletion"
 MEMORY_DELETION_PREFIX = "memory-deletion:"
 EVIDENCE_UNLINK_OPERATION = "evidence_unlink"
 EVIDENCE_UNLINK_PREFIX = "evidence-unlink:"
+
+
+MAX_SEARCH_TEXT_CHARS = 200
+
+
+def _check_search_text(value: str) -> str:
+    # The message never repeats the value: a search names what the owner remembers.
+    check_text(value)
+    if any(unicodedata.category(char) in {"Cc", "Cs"} for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+# What a listing's `text` filter looks for: printable text, short enough that matching it
+# against every record a page reads stays cheap.
+SearchText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_SEARCH_TEXT_CHARS),
+    AfterValidator(_check_search_text),
+]
+
+
+def folded(text: str) -> str:
+    """`text` for caseless matching: case folded between canonical normalizations (Unicode's
+    canonical caseless match), so "STRASSE" finds "Straße" and a composed "é" a decomposed one,
+    while "cafe" does not find "café"."""
+    if text.isascii():
+        return text.lower()  # the common case: folding ASCII is lowering, and NFC changes nothing
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).casefold())
+
+
+def _contains(content: str, text: str | None) -> bool:
+    # Compared as plain strings: "%" and "_" are themselves, never wildcards.
+    return text is None or folded(text) in folded(content)
+
+
+def _within(moment: datetime, since: datetime | None, until: datetime | None) -> bool:
+    return (since is None or moment >= since) and (until is None or moment < until)
 
 
 class NodeFilter(BaseModel):
@@ -25,6 +66,12 @@ class NodeFilter(BaseModel):
     scope: Scope | None = None
     session_id: str | None = None
     include_inactive: bool = False
+    # Bounds on the node's effective time (its event time, else when it was created), the one
+    # time order of records that retrieval's time filters use too; `until` is exclusive.
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+    # A caseless substring of the node's content.
+    text: SearchText | None = None
 
     def matches(self, node: MemoryNode) -> bool:
         if self.lifecycle_state is not None:
@@ -36,6 +83,8 @@ class NodeFilter(BaseModel):
             (self.node_type is None or node.node_type is self.node_type)
             and (self.scope is None or node.scope is self.scope)
             and (self.session_id is None or node.session_id == self.session_id)
+            and _within(node.effective_time, self.since, self.until)
+            and _contains(node.content, self.text)
         )
 
 
@@ -48,14 +97,15 @@ class EventFilter(BaseModel):
     role: Role | None = None
     since: AwareDatetime | None = None
     until: AwareDatetime | None = None
+    # A caseless substring of the event's verbatim content.
+    text: SearchText | None = None
 
     def matches(self, event: Event) -> bool:
-        moment = event.effective_time
         return (
             (self.session_id is None or event.session_id == self.session_id)
             and (self.role is None or event.role is self.role)
-            and (self.since is None or moment >= self.since)
-            and (self.until is None or moment < self.until)
+            and _within(event.effective_time, self.since, self.until)
+            and _contains(event.content, self.text)
         )
 
 
