@@ -397,7 +397,7 @@ function citationsSection(api, receipt, nodes, announce, refreshRecorded) {
   const boxes = entries.map((entry) => {
     const node = nodes.get(entry.node_id);
     const box = h("input", { type: "checkbox", name: "cited", value: entry.node_id });
-    return { box, row: h("label", { class: "check" }, box, ` [${entry.ref}] `, node ? excerpt(node.content, 70) : entry.node_id) };
+    return { box, row: h("label", { class: "check" }, box, h("span", {}, `[${entry.ref}] `, node ? excerpt(node.content, 70) : entry.node_id)) };
   });
   const done = h("p", { class: "ok", role: "status", hidden: true });
   const problem = h("p", { class: "error", role: "alert", hidden: true });
