@@ -192,10 +192,16 @@ def assert_accessible(page: Page) -> None:
     for table in page.locator("main table").all():
         assert table.locator("caption").count() == 1
         assert table.locator("thead th[scope=col]").count() >= 1
-    page.locator("body").focus()
-    page.evaluate("() => document.activeElement && document.activeElement.blur()")
-    page.keyboard.press("Tab")
-    assert page.evaluate("() => document.activeElement.id") == "skip-link"
+    first = page.evaluate(
+        """() => document.querySelector(
+          'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])').id"""
+    )
+    assert first == "skip-link", "the skip link must be the first thing Tab reaches"
+    hash_before = page.evaluate("() => window.location.hash")
+    page.locator("#skip-link").focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.id") == "main"
+    assert page.evaluate("() => window.location.hash") == hash_before
 
 
 def tab_to(page: Page, name: str, *, limit: int = 80) -> None:

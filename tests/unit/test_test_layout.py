@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-TEST_FOLDERS = {"unit", "engine", "backends", "api", "integration", "infra"}
+TEST_FOLDERS = {"unit", "engine", "backends", "api", "integration", "infra", "browser"}
 # Folders of data, not tests.
 DATA_FOLDERS = {"events", "fixtures"}
 # What a unit test must not reach, directly or through the harness modules it imports:
@@ -30,6 +30,9 @@ NETWORK_MODULES = {
     "tests.harness.stack_template",
     "tests.harness.cli",
     "tests.harness.crash_writer",
+    "playwright",
+    "tests.harness.browser",
+    "tests.harness.live_server",
 }
 
 

@@ -17,6 +17,8 @@ const DEFAULT_PAGE = "overview";
 
 let session = loadSession();
 let renderCount = 0;
+// A message for the next sign-in form (set when the form re-renders in another state).
+let pendingMessage = "";
 
 function announce(text) {
   const status = document.getElementById("status");
@@ -102,7 +104,9 @@ function signInPage(message) {
       if (!owner) {
         session = { ...who, owner: null };
         saveSession(session);
-        throw new Error("An operator key acts for one owner at a time: enter the owner's user_id.");
+        pendingMessage = "An operator key acts for one owner at a time: enter the owner's user_id.";
+        render();
+        return;
       }
       session = { ...who, owner };
       saveSession(session);
@@ -140,7 +144,8 @@ async function render() {
   const main = document.getElementById("main");
   let page;
   if (!signedIn()) {
-    page = signInPage(params.get("reason") === "expired" ? describeError(new ApiError(401, "", "")) : "");
+    page = signInPage(pendingMessage);
+    pendingMessage = "";
   } else if (!PAGES[name]) {
     page = { title: "Not found", body: h("section", {}, h("h1", { tabindex: "-1" }, "No such page"),
       h("p", {}, "The inspector has no page at this address. ", h("a", { href: route(DEFAULT_PAGE) }, "Go to the overview."))) };
@@ -172,6 +177,11 @@ async function render() {
 
 async function start() {
   window.addEventListener("hashchange", render);
+  // The skip link moves focus to the page's content without touching the route in the hash.
+  document.getElementById("skip-link").addEventListener("click", (event) => {
+    event.preventDefault();
+    document.getElementById("main").focus();
+  });
   if (!session.role) {
     try {
       session = { ...(await identify(null)), owner: session.owner };
