@@ -395,11 +395,10 @@ def _list_query(args: argparse.Namespace) -> NodeListQuery | EventListQuery:
             if value is not None:
                 raise UsageError(f"{flag} lists nodes: drop it or drop --events")
         given = {"session_id": args.session_id, "role": args.role}
-        given |= {"since": args.since, "until": args.until}
         query_model: type[NodeListQuery | EventListQuery] = EventListQuery
     else:
-        if args.role or args.since or args.until:
-            raise UsageError("--role, --since and --until filter events: add --events")
+        if args.role:
+            raise UsageError("--role filters events: add --events")
         given = {
             "node_type": args.node_type,
             "lifecycle_state": args.state,
@@ -408,6 +407,7 @@ def _list_query(args: argparse.Namespace) -> NodeListQuery | EventListQuery:
             "include_inactive": args.include_inactive,
         }
         query_model = NodeListQuery
+    given |= {"since": args.since, "until": args.until, "text": args.text}
     given |= {"limit": args.limit, "after_id": args.after}
     try:
         return query_model.model_validate({k: v for k, v in given.items() if v is not None})
@@ -776,10 +776,15 @@ def _add_manage_commands(
     listing.add_argument("--session-id", default=None, help="only records of this session")
     listing.add_argument("--role", default=None, help="with --events: only events of this role")
     listing.add_argument(
-        "--since", default=None, help="with --events: only events at or after this ISO time"
+        "--since",
+        default=None,
+        help="only records at or after this ISO time (the event time, else when recorded)",
     )
     listing.add_argument(
-        "--until", default=None, help="with --events: only events before this ISO time"
+        "--until", default=None, help="only records before this ISO time (as for --since)"
+    )
+    listing.add_argument(
+        "--text", default=None, help="only records whose content contains this, ignoring case"
     )
     listing.add_argument(
         "--json", action="store_true", help="print the page (or, with --all, every record) as JSON"

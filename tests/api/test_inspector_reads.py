@@ -214,3 +214,100 @@ def test_the_client_and_mcp_refuse_a_hostile_text(tmp_path: Path, text: str) -> 
         assert found.structured_content == {"items": [], "next_after_id": None}
     finally:
         backend.close()
+
+
+def _edges(api: Api, node_id: str) -> set[tuple[str, str, str, bool]]:
+    response = api.client.get(f"/v1/nodes/{node_id}/edges", headers=api.alice)
+    assert response.status_code == 200, response.text
+    return {
+        (e["edge_type"], e["source_node_id"], e["target_node_id"], e["verified"])
+        for e in response.json()
+    }
+
+
+def _history(api: Api, node_id: str) -> list[dict[str, Any]]:
+    """Every operation of a node's provenance, a page of two at a time."""
+    operations: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(20):
+        params: dict[str, str | int] = {"operation_limit": 2}
+        if cursor:
+            params["operation_cursor"] = cursor
+        response = api.client.get(
+            f"/v1/nodes/{node_id}/provenance", params=params, headers=api.alice
+        )
+        assert response.status_code == 200, response.text
+        page = response.json()
+        operations.extend(page["operations"])
+        cursor = page["next_operation_cursor"]
+        if cursor is None:
+            return operations
+    raise AssertionError("the history never ended")
+
+
+def test_a_memorys_history_and_edges_are_read_from_the_documented_routes(api: Api) -> None:
+    """The routes docs/managing-memory.md sends a page author to for one memory: its
+    provenance lists every journal record that moved it (condition, contradiction,
+    supersedence, alias review) oldest first with ids and times; its edges hold the links."""
+    conditional = _store(
+        api,
+        "Alice will fly to Oslo",
+        api.alice,
+        epistemic_type="conditional",
+        metadata={"condition": "the flight is booked"},
+    )["node_id"]
+    rival = _store(api, "Alice will drive to Oslo", api.alice)["node_id"]
+    newer = _store(api, "Alice will take the train to Oslo", api.alice)["node_id"]
+    # Each move a minute after the one before, as in life: the history is in time order.
+    clock = api.client.app.state.runtime.engine.deps.clock  # type: ignore[attr-defined]
+    clock.advance(minutes=1)
+    condition = api.client.put(
+        f"/v1/nodes/{conditional}/condition", json={"state": "true"}, headers=api.alice
+    )
+    assert condition.status_code == 200, condition.text
+    clock.advance(minutes=1)
+    marked = api.client.post(
+        "/v1/contradictions", json={"node_a_id": conditional, "node_b_id": rival}, headers=api.alice
+    )
+    assert marked.status_code == 200, marked.text
+    clock.advance(minutes=1)
+    replaced = api.client.post(
+        "/v1/supersedences",
+        json={"old_node_id": conditional, "new_node_id": newer},
+        headers=api.alice,
+    )
+    assert replaced.status_code == 200, replaced.text
+
+    history = _history(api, conditional)
+    assert [op["operation"] for op in history] == [
+        "direct_store",
+        "evaluate_condition",
+        "mark_contradiction",
+        "supersede",
+    ]
+    assert all(op["verified"] and op["record_id"] and op["created_at"] for op in history)
+    assert len({op["created_at"] for op in history}) == len(history)
+    links = {(kind, source, target) for kind, source, target, _ in _edges(api, conditional)}
+    assert ("supersedes", newer, conditional) in links
+    assert {("contradicts", conditional, rival), ("contradicts", rival, conditional)} & links
+    node = api.client.get(f"/v1/nodes/{conditional}", headers=api.alice).json()
+    assert node["lifecycle_state"] == "superseded"
+
+    # A verified alias: the accepted proposal's review is in both nodes' histories.
+    short = _store(api, "IBM", api.alice, node_type="entity")["node_id"]
+    long = _store(api, "International Business Machines", api.alice, node_type="entity")["node_id"]
+    engine = api.client.app.state.runtime.engine  # type: ignore[attr-defined]
+    assert engine.propose_aliases(None).proposals_created == 1
+    [proposal] = api.client.get("/v1/alias-proposals", headers=api.alice).json()["items"]
+    review = api.client.post(
+        f"/v1/alias-proposals/{proposal['proposal_operation_id']}/review",
+        json={"decision": "accepted", "reviewer_id": "human:alice", "reason": "same company"},
+        headers=api.alice,
+    )
+    assert review.status_code == 200, review.text
+    for node_id in (short, long):
+        assert [e[0] for e in _edges(api, node_id) if e[3]] == ["alias_of"]
+        # The review that made the link is the node's history; the proposal itself is read
+        # from GET /v1/alias-proposals (it names its nodes inside its payload).
+        operations = [op["operation"] for op in _history(api, node_id)]
+        assert operations == ["direct_store", "alias_review"]

@@ -312,6 +312,20 @@ def test_list_prints_one_line_per_node_with_its_type_state_and_content(
     assert {tuple(line.split()[1:3]) for line in lines} == {("note", "tentative")}
 
 
+def test_list_searches_text_and_time_on_nodes_and_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _alice_with_two_memories(tmp_path)
+    where = ["--user-id", "alice", "--data-dir", str(tmp_path)]
+    for kind in ([], ["--events"]):
+        assert main(["list", *kind, "--text", "LISBON", *where]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert len(lines) == 1
+        assert lines[0].endswith(" I moved to Lisbon in May.")
+        assert main(["list", *kind, "--until", "2000-01-01T00:00:00Z", *where]) == 0
+        assert capsys.readouterr().out == ""
+
+
 def test_list_never_prints_a_terminal_escape_or_a_line_break_of_content(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -397,7 +411,7 @@ LIST_FAILURES = [
     (["list", "--limit", "0"], "prme: error: --limit: Input should be greater than or equal to 1"),
     (
         ["list", "--role", "user"],
-        "prme: error: --role, --since and --until filter events: add --events",
+        "prme: error: --role filters events: add --events",
     ),
     (
         ["list", "--events", "--node-type", "fact"],
@@ -406,6 +420,14 @@ LIST_FAILURES = [
     (
         ["list", "--events", "--since", "yesterday"],
         "prme: error: --since: Input should be a valid datetime or date, input is too short",
+    ),
+    (
+        ["list", "--until", "2026-01-01T00:00:00"],
+        "prme: error: --until: Input should have timezone info",
+    ),
+    (
+        ["list", "--events", "--text", "a\x1bb"],
+        "prme: error: --text: Value error, must not contain control characters",
     ),
     (
         ["delete", "not-an-id", "--yes"],
