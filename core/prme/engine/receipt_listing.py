@@ -96,6 +96,7 @@ def _node_outcome(
         request_id=summary.request_id,
         created_at=summary.created_at,
         query=summary.query,
+        query_truncated=summary.query_truncated,
         outcome=found.outcome,
         rank=fused.index(node_id) + 1 if found.context_of is None else None,
         context_ref=str(ref) if ref is not None else None,
