@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import random
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
-from prme.engine.config import EngineConfig
+from prme.engine import retrieve as retrieve_module
+from prme.engine.config import EngineConfig, RetrievalConfig
 from prme.engine.reads import get_receipt_record
 from prme.errors import NotFoundError
 from prme.model.feedback import RelevanceInput
@@ -19,6 +21,7 @@ from prme.retrieval.receipts import (
     COMPACT_RECEIPT_SCHEMA_VERSIONS,
     RECEIPT_OPERATION,
     RetrievalReceipt,
+    stored_receipt_payload,
 )
 from tests.harness.engines import ALICE, Harness, memory_harness
 
@@ -165,3 +168,41 @@ def test_expired_receipts_read_as_not_found_on_every_backend(any_backend: Harnes
     assert h.ledger.get_journal(ALICE, request_id) is not None
     with pytest.raises(NotFoundError):
         h.engine.get_retrieval_receipt(ALICE, request_id)
+
+
+def test_every_candidate_reads_with_its_score_provenance_that_is_not_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Few candidates per channel, so session context reads records that were not candidates.
+    h = memory_harness(EngineConfig(retrieval=RetrievalConfig(fill_candidate_k=5, candidate_k=5)))
+    fill(h, 30)
+    live: list[dict[str, Any]] = []
+
+    def keep_live_form(full: dict[str, Any]) -> dict[str, Any]:
+        live.append(full)
+        return stored_receipt_payload(full)
+
+    monkeypatch.setattr(retrieve_module, "stored_receipt_payload", keep_live_form)
+    # A small budget leaves out fused candidates and session-context records alike.
+    response = h.engine.retrieve(ALICE, RetrieveInput(query="sister Berlin", token_budget=120))
+    request_id = response.metrics.request_id
+    receipt = h.engine.get_retrieval_receipt(ALICE, request_id)
+    left_out = [c for c in receipt.candidates if c.outcome != "returned"]
+    assert any(c.context_of is None for c in left_out)
+    assert any(c.context_of is not None for c in left_out)
+    for c in receipt.candidates:
+        if c.context_of is None:
+            # Its RRF term per channel it was found in, the adjustments in order, its score.
+            assert set(c.score_provenance["rrf_terms"]) == set(c.ranks)
+            assert isinstance(c.score_provenance["adjustments"], list)
+        else:
+            assert c.score_provenance["session_context"]["anchor"] == c.context_of
+        assert c.score_provenance["score"] == c.score
+    # What a read recomputes is what the retrieval itself had, for every candidate.
+    (full,) = live
+    assert [row["score_provenance"] for row in full["candidates"]] == [
+        c.score_provenance for c in receipt.candidates
+    ]
+    # Provenance is recomputed on read: the journaled form keeps none of it.
+    stored = json.dumps(get_receipt_record(h.engine.deps, ALICE, request_id).payload)
+    assert "score_provenance" not in stored and "rrf_terms" not in stored
