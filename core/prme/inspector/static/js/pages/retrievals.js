@@ -43,7 +43,8 @@ export async function render({ api, params, navigate }) {
       parts.push(table("Saved retrievals, newest first", ["When", "Question", "Returned", "Candidates", "Tokens used", "Context format"],
         items.map((item) => [
           formatTime(item.created_at),
-          link(excerpt(item.query, 120), route("retrieval", item.request_id)),
+          // A long query is listed by its start (query_truncated); the receipt has all of it.
+          link(item.query_truncated ? `${excerpt(item.query, 120)}…` : excerpt(item.query, 120), route("retrieval", item.request_id)),
           String(item.returned_count ?? "—"),
           String(item.candidate_count ?? "—"),
           String(item.tokens_used ?? "—"),
