@@ -261,6 +261,35 @@ def test_another_owners_receipt_is_not_found(page: Page, inspector: Inspector) -
     assert_accessible(page)
 
 
+def test_an_operator_records_a_judgment_for_the_owner_it_chose(
+    page: Page, inspector: Inspector, api: httpx.Client
+) -> None:
+    marker = f"lark{uuid4().hex[:6]}"
+    _seed(api, marker, [("Ana", "The lark sang at dawn"), ("Ben", "A lark nested here")])
+    request_id = _retrieve(api, query=f"lark {marker}", limit=1)
+    sign_in(page, inspector, key=inspector.server.operator_key, owner=inspector.owner)
+
+    _open_receipt(page, inspector, request_id)
+    expect(page.get_by_test_id("context-badge")).to_contain_text("Exactly what the model saw")
+    page.get_by_label(re.compile(r"^Result 1: ")).select_option("false")
+    page.get_by_role("button", name="Record relevance").click()
+    expect(page.get_by_role("status").filter(has_text="Recorded judgment")).to_be_visible()
+    expect(
+        page.get_by_role("table", name="Relevance judgments recorded for this retrieval")
+    ).to_contain_text("not relevant")
+    judged = [
+        r
+        for r in api.get("/v1/relevance", params={"limit": 1000}).json()["items"]
+        if r["request_id"] == request_id
+    ]
+    assert [(r["user_id"], list(r["labels"].values())) for r in judged] == [
+        (inspector.owner, [False])
+    ]
+
+    page.goto(f"{inspector.url}#/retrieval/not-a-request-id")
+    expect(page.get_by_role("alert")).to_contain_text("is not a request id")
+
+
 def test_markup_in_memories_and_queries_shows_as_text(
     page: Page, inspector: Inspector, api: httpx.Client
 ) -> None:

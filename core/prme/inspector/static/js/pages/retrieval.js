@@ -429,13 +429,15 @@ function citationsSection(api, receipt, nodes, announce, refreshRecorded) {
   return section;
 }
 
-function notFoundPage(requestId) {
+function notFoundPage(requestId, malformed) {
   return {
     title: "Receipt not found",
     body: h("section", { "aria-labelledby": "receipt-title" },
       h("h1", { id: "receipt-title", tabindex: "-1" }, "Receipt not found"),
-      h("p", { class: "error", role: "alert" }, "No saved retrieval ", h("code", {}, requestId),
-        " for this owner: it does not exist, its receipt expired, or it belongs to another owner."),
+      malformed
+        ? h("p", { class: "error", role: "alert" }, h("code", {}, requestId), " is not a request id (a UUID).")
+        : h("p", { class: "error", role: "alert" }, "No saved retrieval ", h("code", {}, requestId),
+          " for this owner: it does not exist, its receipt expired, or it belongs to another owner."),
       h("p", {}, link("All retrievals", route("retrievals")), " · ", link("Ask a question", route("ask")))),
   };
 }
@@ -448,7 +450,7 @@ export async function render(ctx) {
   try {
     receipt = await api.get(receiptPath(requestId));
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 404 || error.status === 422)) return notFoundPage(requestId);
+    if (error instanceof ApiError && (error.status === 404 || error.status === 422)) return notFoundPage(requestId, error.status === 422);
     throw error;
   }
   const nodeIds = [
