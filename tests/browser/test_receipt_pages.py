@@ -290,6 +290,49 @@ def test_an_operator_records_a_judgment_for_the_owner_it_chose(
     expect(page.get_by_role("alert")).to_contain_text("is not a request id")
 
 
+def test_a_context_that_lost_a_memory_since_says_so(
+    page: Page, inspector: Inspector, api: httpx.Client
+) -> None:
+    marker = f"finch{uuid4().hex[:6]}"
+    session = f"receipt-pages-{uuid4().hex[:8]}"
+    event_of: dict[str, str] = {}
+    for text in ("The finch ate seeds", "A finch sang on the fence", "Finches came back"):
+        stored = api.post(
+            "/v1/store", json={"content": f"{text} ({marker})", "session_id": session}
+        ).json()
+        event_of[stored["node_id"]] = stored["event_id"]
+    request_id = _retrieve(api, query=f"finch {marker}", limit=2)
+    gone = next(n for n in _receipt(api, request_id)["returned_node_ids"] if n in event_of)
+    api.delete(f"/v1/events/{event_of[gone]}").raise_for_status()
+    sign_in(page, inspector, key=inspector.owner_key)
+
+    _open_receipt(page, inspector, request_id)
+    badge = page.get_by_test_id("context-badge")
+    expect(badge).to_contain_text("Not exactly what the model saw")
+    expect(badge).to_contain_text(f"Deleted since (their lines are missing): {gone}")
+    expect(page.locator(f'span.candidate[data-node-id="{gone}"]')).to_have_text(
+        f"deleted memory {gone}"
+    )
+
+
+def test_the_list_pages_back_to_older_retrievals(
+    page: Page, inspector: Inspector, api: httpx.Client
+) -> None:
+    marker = f"pager{uuid4().hex[:6]}"
+    # One more than a page (25), newest first: the oldest is alone on the next page.
+    for i in range(26):
+        _retrieve(api, query=f"{marker} question {i}", limit=1)
+    sign_in(page, inspector, key=inspector.owner_key)
+
+    page.goto(f"{inspector.url}#/retrievals")
+    expect(page.get_by_role("link", name=f"{marker} question 25")).to_be_visible()
+    expect(page.get_by_role("link", name=f"{marker} question 0")).to_have_count(0)
+    page.get_by_role("link", name="Next page").click()
+    expect(page.get_by_role("link", name=f"{marker} question 0")).to_be_visible()
+    page.go_back()
+    expect(page.get_by_role("link", name=f"{marker} question 25")).to_be_visible()
+
+
 def test_markup_in_memories_and_queries_shows_as_text(
     page: Page, inspector: Inspector, api: httpx.Client
 ) -> None:
