@@ -40,7 +40,8 @@ async function fetchNodes(api, ids) {
   return nodes;
 }
 
-// The context as rebuilt by the server; null when this server cannot rebuild it.
+// { rebuilt }: the context as the server rebuilds it; { error } when it could not (an older
+// server without the route, or a refusal), and the page falls back to the receipt's entries.
 async function fetchContext(api, requestId) {
   try {
     return { rebuilt: await api.get(receiptPath(requestId, "/context")) };
@@ -52,7 +53,7 @@ async function fetchContext(api, requestId) {
 
 function memoryLink(nodeId, nodes, length = 90) {
   const node = nodes.get(nodeId);
-  if (node === null) return h("span", {}, link(`deleted memory ${nodeId}`, route("memory", nodeId)));
+  if (node === null) return link(`deleted memory ${nodeId}`, route("memory", nodeId));
   if (node === undefined) return link(`memory ${nodeId}`, route("memory", nodeId));
   return link(excerpt(node.content, length), route("memory", nodeId), { class: "memory-link" });
 }
