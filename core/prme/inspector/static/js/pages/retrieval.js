@@ -245,7 +245,7 @@ function replaySection(api, requestId, announce) {
   } }, "Replay");
   return h("section", { "aria-labelledby": "replay-title" },
     h("h2", { id: "replay-title" }, "Replay"),
-    h("p", {}, "Recompute the ranking from this receipt alone (the saved ranks and settings, not the memories stored now) and compare it with the order the retrieval saved."),
+    h("p", {}, "Recompute the ranking of the candidates below from this receipt alone (the saved ranks and settings, not the memories stored now) and compare it with the order the retrieval saved."),
     button, problem, result);
 }
 
@@ -478,8 +478,8 @@ export async function render(ctx) {
       h("h2", { id: "settings-title" }, "Settings that decided the result"),
       facts(settingsInWords(receipt, receipt.context.tokens_used))),
     contextSection(receipt, contextResult, nodes),
-    candidatesSection(receipt, nodes),
     replaySection(api, requestId, announce),
+    candidatesSection(receipt, nodes),
     relevanceSection(api, receipt, nodes, announce, recorded.refresh),
     citationsSection(api, receipt, nodes, announce, recorded.refresh),
     recorded.section,
