@@ -13,6 +13,9 @@ const PAGES = {
   memories: { nav: "Memories", load: () => import("./pages/memories.js") },
   memory: { section: "memories", load: () => import("./pages/memory.js") },
   event: { section: "memories", load: () => import("./pages/event.js") },
+  retrievals: { nav: "Retrievals", load: () => import("./pages/retrievals.js") },
+  retrieval: { section: "retrievals", load: () => import("./pages/retrieval.js") },
+  ask: { nav: "Ask", load: () => import("./pages/ask.js") },
 };
 const DEFAULT_PAGE = "overview";
 
