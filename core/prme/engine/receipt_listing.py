@@ -23,6 +23,7 @@ from prme.model.receipt_listing import (
     RetrievalPage,
     RetrievalSummary,
     is_receipt_position,
+    utc_bound,
 )
 from prme.model.records import JournalRecord, OwnerKey
 from prme.retrieval.receipts import COMPACT_RECEIPT_SCHEMA_VERSIONS, RetrievalReceipt
@@ -55,7 +56,11 @@ def list_retrievals(
     """One page of the owner's receipt summaries, newest first: at most `limit` receipts read."""
     _checked_page("limit", limit, MAX_RETRIEVAL_PAGE, cursor)
     page = deps.ledger.list_receipt_summaries(
-        owner, before=cursor, since=since, until=until, limit=limit
+        owner,
+        before=cursor,
+        since=None if since is None else utc_bound(since),
+        until=None if until is None else utc_bound(until),
+        limit=limit,
     )
     now = deps.clock.now()
     live = [s for s in page.summaries if not _expired(deps, s, now)]

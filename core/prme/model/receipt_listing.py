@@ -4,7 +4,7 @@ the receipts that ranked one memory with what became of it there."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -32,12 +32,34 @@ def query_preview(query: str) -> tuple[str, bool]:
     return encoded[:QUERY_PREVIEW_BYTES].decode(errors="ignore"), True
 
 
+_POSITION_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
 def receipt_position(created_at: datetime, request_id: str) -> str:
     return history_position(created_at, request_id)
 
 
 def is_receipt_position(text: str) -> bool:
-    return is_history_position(text)
+    """The listing's cursor form with a time that exists: the SQLite ledger reads the time back,
+    and a hand-made "2026-13-45" must be refused, not fail there."""
+    if not is_history_position(text):
+        return False
+    try:
+        datetime.strptime(text.partition("|")[0], _POSITION_TIME_FORMAT)
+    except ValueError:
+        return False
+    return True
+
+
+def utc_bound(moment: datetime) -> datetime:
+    """`moment` in UTC; one an offset pushes past the calendar's ends (year 1 with +01:00)
+    becomes that end, which every stored time is after (or before)."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        offset = moment.utcoffset()
+        past_start = offset is not None and offset > timedelta(0)
+        return (datetime.min if past_start else datetime.max).replace(tzinfo=UTC)
 
 
 _QUERY = (
