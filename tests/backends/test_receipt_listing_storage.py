@@ -151,3 +151,29 @@ def test_an_unreadable_receipt_is_skipped_by_a_nodes_listing(
     # SQLite summarizes the stored body and leaves it out; DynamoDB lists the receipt's own
     # entry, and opening the receipt reports it unreadable.
     assert listed == ([kept] if backend == "embedded" else [broken, kept])
+
+
+def _item_bytes(entry: dict[str, Any]) -> int:
+    return sum(
+        len(name.encode()) + sum(len(str(v).encode()) for v in value.values())
+        for name, value in entry.items()
+    )
+
+
+def test_a_query_of_escaped_characters_keeps_the_listing_entry_in_one_write_unit(
+    aws: tuple[Harness, Any, str],
+) -> None:
+    # Quotes, backslashes and control characters are one UTF-8 byte each but 2 to 6 in the
+    # entry's JSON: a 400-byte cut of the raw query would store up to 2.4 KB (3 write units).
+    h, dynamodb, table = aws
+    h.engine.store(ALICE, StoreInput(content="Dana likes oolong tea"))
+    queries = ['"' * 10_000, "\\" * 10_000, "\x01" * 10_000, "tea \x1f\n" * 1_600]
+    ids = [retrieve(h, query) for query in queries]
+
+    entries = _items(dynamodb, table, "T#t1#O#alice#RECEIPTLOG")
+    assert len(entries) == len(queries)
+    assert max(_item_bytes(entry) for entry in entries) < 1024
+    listed = {s.request_id: s for s in h.engine.list_retrievals(ALICE).retrievals}
+    for request_id, query in zip(ids, queries, strict=True):
+        summary = listed[request_id]
+        assert summary.query_truncated and summary.query and query.startswith(summary.query)

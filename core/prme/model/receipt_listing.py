@@ -19,17 +19,31 @@ MAX_NODE_SCAN = 200
 RECEIPT_POSITION_PATTERN = HISTORY_POSITION_PATTERN
 
 
-# A listing shows a query up to this many UTF-8 bytes: a receipt's listing entry stays within
-# one DynamoDB write unit (1 KB) whatever the query (up to 10,000 characters) was.
+# A listing shows a query up to this many bytes as JSON text (UTF-8, with quotes, backslashes
+# and control characters escaped, as the entry stores it): a receipt's listing entry stays
+# within one DynamoDB write unit (1 KB) whatever the query (up to 10,000 characters) was.
 QUERY_PREVIEW_BYTES = 400
+_SHORT_ESCAPES = frozenset('"\\\b\f\n\r\t')
+
+
+def _json_bytes(char: str) -> int:
+    """What one character takes inside a JSON string (`"` is 2 bytes, U+0001 is 6)."""
+    if char in _SHORT_ESCAPES:
+        return 2
+    if char < " ":
+        return 6
+    return len(char.encode())
 
 
 def query_preview(query: str) -> tuple[str, bool]:
     """The query as a listing shows it, and whether it was cut (at a character boundary)."""
-    encoded = query.encode()
-    if len(encoded) <= QUERY_PREVIEW_BYTES:
-        return query, False
-    return encoded[:QUERY_PREVIEW_BYTES].decode(errors="ignore"), True
+    size = 0
+    # Every character takes a byte or more, so the cut is within the first 400 characters.
+    for index, char in enumerate(query[: QUERY_PREVIEW_BYTES + 1]):
+        size += _json_bytes(char)
+        if size > QUERY_PREVIEW_BYTES:
+            return query[:index], True
+    return query, False
 
 
 _POSITION_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
