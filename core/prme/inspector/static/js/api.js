@@ -64,7 +64,13 @@ export class Api {
       else query.append(name, String(value));
     }
     const text = query.toString();
-    return `${this.base}${path}${text ? `?${text}` : ""}`;
+    const target = `${this.base}${path}`;
+    // A path part of "." or ".." (an id taken from the address, say) would make the browser
+    // resolve the URL to another route: /v1/nodes/.. is /v1/. Such a request never leaves.
+    if (new URL(target, window.location.origin).pathname !== target) {
+      throw new ApiError(422, "invalid_path", "That address does not name a record.");
+    }
+    return `${target}${text ? `?${text}` : ""}`;
   }
 
   async request(method, path, { params = {}, body, owner = true } = {}) {
@@ -74,9 +80,10 @@ export class Api {
       options.headers["Content-Type"] = "application/json";
       options.body = JSON.stringify(owner ? this.withOwner(body) : body);
     }
+    const url = this.url(path, query);
     let response;
     try {
-      response = await fetch(this.url(path, query), options);
+      response = await fetch(url, options);
     } catch (cause) {
       throw new ApiError(0, "unreachable", "");
     }

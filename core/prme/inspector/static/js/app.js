@@ -19,6 +19,11 @@ const PAGES = {
 };
 const DEFAULT_PAGE = "overview";
 
+// The page a route names; PAGES's own entries only, so "#/constructor" is no page.
+function pageOf(name) {
+  return Object.hasOwn(PAGES, name) ? PAGES[name] : null;
+}
+
 let session = loadSession();
 let renderCount = 0;
 // A message for the next sign-in form (set when the form re-renders in another state).
@@ -55,7 +60,7 @@ function renderHeader(current) {
   nav.hidden = !signedIn();
   who.hidden = !session.role;
   if (signedIn()) {
-    const section = (PAGES[current] && PAGES[current].section) || current;
+    const section = (pageOf(current) && pageOf(current).section) || current;
     nav.append(h("ul", {}, Object.entries(PAGES).filter(([, page]) => page.nav).map(([name, page]) =>
       h("li", {}, h("a", { href: route(name), "aria-current": name === section ? "page" : null }, page.nav)))));
   }
@@ -150,14 +155,14 @@ async function render() {
   if (!signedIn()) {
     page = signInPage(pendingMessage);
     pendingMessage = "";
-  } else if (!PAGES[name]) {
+  } else if (!pageOf(name)) {
     page = { title: "Not found", body: h("section", {}, h("h1", { tabindex: "-1" }, "No such page"),
       h("p", {}, "The inspector has no page at this address. ", h("a", { href: route(DEFAULT_PAGE) }, "Go to the overview."))) };
   } else {
     announce("Loading…");
     const api = new Api(session);
     try {
-      const module = await PAGES[name].load();
+      const module = await pageOf(name).load();
       page = await module.render({ api, session, parts, params, navigate, announce, describeError, route });
       announce("");
     } catch (error) {
