@@ -106,3 +106,26 @@ def test_keyless_local_pages_refuse_a_rebound_host(tmp_path: Path) -> None:
             assert rebound.status_code in (400, 403, 421)
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/ui", 307),
+        ("POST", "/ui/", 405),
+        ("PUT", "/ui/js/app.js", 405),
+        ("DELETE", "/ui", 405),
+        ("OPTIONS", "/ui/", 405),
+    ],
+)
+def test_redirects_and_refusals_under_ui_carry_the_policy_too(
+    client: TestClient, method: str, path: str, status: int
+) -> None:
+    # Answers the router or the error handlers make, not the asset routes: a browser may
+    # render or frame any of them.
+    response = client.request(method, path, follow_redirects=False)
+
+    assert response.status_code == status
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-content-type-options"] == "nosniff"

@@ -54,6 +54,7 @@ def assert_served_with_policy(prefix: str, stage: str) -> None:
     # asset URLs and its API calls (api.js takes the prefix from the page's path) go there.
     status, headers, _ = invoke(ui_event(f"{prefix}/ui", stage=stage))
     assert (status, headers["location"]) == (307, f"{prefix}/ui/")
+    assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     status, headers, _ = invoke(ui_event(f"{prefix}/ui/js/nothing-here.js", stage=stage))
     assert status == 404
     assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
@@ -69,6 +70,8 @@ def test_under_a_named_stage_the_pages_and_the_api_keep_the_stage_prefix(
     from functions import api
 
     assert_served_with_policy("/prod", "prod")
+    # A stage named like the pages' own prefix: /ui/ui/ is the page, once.
+    assert_served_with_policy("/ui", "ui")
     event = ui_event("/prod/v1/stats", stage="prod")
     event["headers"]["authorization"] = f"Bearer {deployed.alice_key}"
     assert api.handler(event, FakeLambdaContext())["statusCode"] == 200

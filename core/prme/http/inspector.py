@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UI_PREFIX = "/ui"
 ASSET_PACKAGE = "prme.inspector"
@@ -63,16 +64,58 @@ def inspector_assets() -> dict[str, Path]:
     }
 
 
+_SECURITY_HEADER_LIST = [
+    (name.lower().encode("latin-1"), value.encode("latin-1"))
+    for name, value in SECURITY_HEADERS.items()
+]
+_SECURITY_HEADER_NAMES = frozenset(name for name, _ in _SECURITY_HEADER_LIST)
+
+
+def _under_ui(scope: Scope) -> bool:
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/")
+
+
+class InspectorHeaders:
+    """Puts the security headers on every answer under `/ui`, the ones the router and the
+    error handlers make (the redirect, a 405 for another method) as well as the files: a
+    browser may render or frame any of them."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _under_ui(scope):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [
+                    (name, value)
+                    for name, value in message.get("headers", ())
+                    if name.lower() not in _SECURITY_HEADER_NAMES
+                ]
+                message = {**message, "headers": [*kept, *_SECURITY_HEADER_LIST]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def install_inspector(app: FastAPI) -> None:
-    """Add `/ui` (a redirect to `/ui/`), the inspector's page and its assets. Plain routes:
+    """Add `/ui` (a redirect to `/ui/`), the inspector's page and its assets, and the headers
+    every answer under `/ui` carries. Plain routes:
     not API operations, so neither in the OpenAPI document nor in the operations table."""
     assets = inspector_assets()
 
     def asset_response(name: str) -> Response:
         path = assets.get(name)
         if path is None:
-            return Response(status_code=404, headers=SECURITY_HEADERS)
-        return FileResponse(path, media_type=_CONTENT_TYPES[path.suffix], headers=SECURITY_HEADERS)
+            return Response(status_code=404)
+        return FileResponse(path, media_type=_CONTENT_TYPES[path.suffix])
 
     def redirect(request: Request) -> Response:
         # Relative to the prefix API Gateway's stage adds, like the pages' own links.
@@ -85,6 +128,7 @@ def install_inspector(app: FastAPI) -> None:
     def asset(request: Request) -> Response:
         return asset_response(str(request.path_params["name"]))
 
+    app.add_middleware(InspectorHeaders)
     app.add_route(UI_PREFIX, redirect, methods=["GET"], include_in_schema=False)
     app.add_route(f"{UI_PREFIX}/", index, methods=["GET"], include_in_schema=False)
     app.add_route(f"{UI_PREFIX}/{{name:path}}", asset, methods=["GET"], include_in_schema=False)
