@@ -45,9 +45,12 @@ def _operator_key(data_dir: Path) -> str:
 
 
 @contextmanager
-def live_server(data_dir: Path, *, ready_timeout_s: float = 60) -> Iterator[LiveServer]:
-    """`prme serve` on `data_dir`, answering /health, until the block ends."""
-    key = _operator_key(data_dir)
+def live_server(
+    data_dir: Path, *, ready_timeout_s: float = 60, keyless: bool = False
+) -> Iterator[LiveServer]:
+    """`prme serve` on `data_dir`, answering /health, until the block ends. `keyless`: no key
+    is made first, so the server starts in keyless local mode (operator_key is empty)."""
+    key = "" if keyless else _operator_key(data_dir)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "prme.cli", "serve", "--data-dir", str(data_dir)]

@@ -166,7 +166,9 @@ async function render() {
       page = await module.render({ api, session, parts, params, navigate, announce, describeError, route });
       announce("");
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401 && session.key) {
+      // A keyless session too: keyless access ends when a key is created, and then only a
+      // key signs in again.
+      if (error instanceof ApiError && error.status === 401) {
         forgetSession();
         session = loadSession();
         page = signInPage(describeError(error));
