@@ -180,6 +180,8 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/events/{event_id}/extraction"): Case("query", foreign=True),
     ("POST", "/v1/organize"): Case("body", lambda _: {"budget_ms": 2000}),
     ("GET", "/v1/retrievals/{request_id}/context"): Case("query", foreign=True),
+    ("GET", "/v1/retrievals"): Case("query"),
+    ("GET", "/v1/nodes/{node_id}/retrievals"): Case("query", foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every

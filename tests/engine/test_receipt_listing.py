@@ -4,7 +4,7 @@ and erased receipts are gone, and a left-out candidate says why."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -118,6 +118,19 @@ def test_an_erasure_counts_each_receipt_once(any_backend: Harness) -> None:
     assert erasure.removed.retrieval_receipts == 2
 
 
+def test_a_long_query_is_listed_as_a_preview(any_backend: Harness) -> None:
+    h = any_backend
+    store(h, "Dana likes oolong tea")
+    query = "tea " + "\u00fc" * 9_000
+    request_id = retrieve(h, query)
+
+    (listed,) = every_page(h)
+
+    assert listed.request_id == request_id and listed.query_truncated
+    assert query.startswith(listed.query) and len(listed.query.encode()) == 400
+    assert h.engine.get_retrieval_receipt(ALICE, request_id).query == query
+
+
 def test_a_bad_cursor_or_limit_is_refused(any_backend: Harness) -> None:
     h = any_backend
     with pytest.raises(InvalidRequestError):
@@ -126,6 +139,8 @@ def test_a_bad_cursor_or_limit_is_refused(any_backend: Harness) -> None:
         h.engine.list_retrievals(ALICE, limit=0)
     with pytest.raises(InvalidRequestError):
         h.engine.list_node_retrievals(ALICE, "x", scan_limit=201)
+    with pytest.raises(InvalidRequestError):
+        h.engine.list_retrievals(ALICE, since=datetime(2025, 1, 1))
 
 
 def test_a_node_lists_the_retrievals_that_returned_it_or_left_it_out(

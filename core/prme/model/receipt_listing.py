@@ -19,12 +19,32 @@ MAX_NODE_SCAN = 200
 RECEIPT_POSITION_PATTERN = HISTORY_POSITION_PATTERN
 
 
+# A listing shows a query up to this many UTF-8 bytes: a receipt's listing entry stays within
+# one DynamoDB write unit (1 KB) whatever the query (up to 10,000 characters) was.
+QUERY_PREVIEW_BYTES = 400
+
+
+def query_preview(query: str) -> tuple[str, bool]:
+    """The query as a listing shows it, and whether it was cut (at a character boundary)."""
+    encoded = query.encode()
+    if len(encoded) <= QUERY_PREVIEW_BYTES:
+        return query, False
+    return encoded[:QUERY_PREVIEW_BYTES].decode(errors="ignore"), True
+
+
 def receipt_position(created_at: datetime, request_id: str) -> str:
     return history_position(created_at, request_id)
 
 
 def is_receipt_position(text: str) -> bool:
     return is_history_position(text)
+
+
+_QUERY = (
+    f"The query as sent, cut to its first {QUERY_PREVIEW_BYTES} bytes (UTF-8) when longer; "
+    "untrusted text: show it as text"
+)
+_TRUNCATED = "True when query was cut; the receipt holds it whole"
 
 
 class RetrievalSummary(BaseModel):
@@ -37,7 +57,8 @@ class RetrievalSummary(BaseModel):
     expires_at: AwareDatetime | None = Field(
         default=None, description="When the receipt stops being readable (its retention)"
     )
-    query: str = Field(description="The query as sent (untrusted text: show it as text)")
+    query: str = Field(description=_QUERY)
+    query_truncated: bool = Field(default=False, description=_TRUNCATED)
     returned_count: int = Field(description="Results the retrieval returned")
     candidate_count: int = Field(
         description="Candidates the receipt accounts for: every record ranked, returned or "
@@ -84,7 +105,8 @@ class NodeRetrieval(BaseModel):
 
     request_id: str = Field(description="The retrieval's id, which names its receipt")
     created_at: AwareDatetime = Field(description="When the retrieval ran")
-    query: str = Field(description="The query as sent (untrusted text: show it as text)")
+    query: str = Field(description=_QUERY)
+    query_truncated: bool = Field(default=False, description=_TRUNCATED)
     outcome: str = Field(
         description="returned, or why the memory was left out (the receipt's candidate "
         "outcome: filtered, min_score, source_limit, evidence_limit, limit, token_budget, "

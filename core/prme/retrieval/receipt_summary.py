@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from prme.errors import CorruptRecordError
-from prme.model.receipt_listing import RetrievalSummary
+from prme.model.receipt_listing import RetrievalSummary, query_preview
 from prme.model.records import JournalRecord
 from prme.retrieval.receipts import COMPACT_RECEIPT_SCHEMA_VERSIONS, RetrievalReceipt
 
@@ -30,16 +30,18 @@ def summarize_receipt(record: JournalRecord) -> RetrievalSummary:
     try:
         returned, candidates, tokens = _counts(payload)
         config = payload["config"]
+        query, truncated = query_preview(payload["query"])
         return RetrievalSummary(
             request_id=record.id,
             created_at=record.created_at,
             expires_at=record.expires_at,
-            query=payload["query"],
+            query=query,
+            query_truncated=truncated,
             returned_count=returned,
             candidate_count=candidates,
             tokens_used=tokens,
             context_format=config["context_format"],
             retrieval_profile=config.get("retrieval_profile"),
         )
-    except (KeyError, TypeError, ValueError, ValidationError):
+    except (AttributeError, KeyError, TypeError, ValueError, ValidationError):
         raise CorruptRecordError("journal", record.id) from None

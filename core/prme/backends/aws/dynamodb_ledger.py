@@ -975,10 +975,14 @@ class DynamoDbLedger:
             self._call("put_item", TableName=self._table, Item=log)
 
     @staticmethod
-    def _receipt_log_item(record: JournalRecord) -> Item:
+    def _receipt_log_item(record: JournalRecord) -> Item | None:
         """A receipt's entry in its owner's listing, newest last by sort key: its summary (the
-        query and a few counts), so a page of the listing reads no receipt body."""
-        summary = summarize_receipt(record)
+        query and a few counts), so a page of the listing reads no receipt body. None for a
+        record whose payload is no receipt: every listing would skip it anyway."""
+        try:
+            summary = summarize_receipt(record)
+        except CorruptRecordError:
+            return None
         item: Item = {
             **_key(
                 _receipt_log_pk(_owner_pk(record.tenant_id, record.owner_id)),
