@@ -201,8 +201,12 @@ def test_paging_with_a_small_limit_visits_every_memory_once(
 def test_a_memory_page_shows_source_history_edges_and_links_to_the_other_memory(
     page: Page, inspector: Inspector, seeded: Seeded, tmp_path: Path
 ) -> None:
-    sign_in(page, inspector, key=inspector.owner_key)
     lisbon, porto = seeded.lisbon, seeded.porto
+    with inspector.api(inspector.owner_key) as api:
+        found = api.post("/v1/retrieve", json={"query": "Where did Mira move? Lisbon"})
+        found.raise_for_status()
+    returned = lisbon["node_id"] in {item["node_id"] for item in found.json()["results"]}
+    sign_in(page, inspector, key=inspector.owner_key)
     page.goto(f"{inspector.url}#/memory/{lisbon['node_id']}")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Fact memory")
     content = page.locator("#memory-content")
@@ -219,6 +223,11 @@ def test_a_memory_page_shows_source_history_edges_and_links_to_the_other_memory(
     edges = page.get_by_role("table", name="Edges between this memory and others")
     expect(edges.locator("tbody tr")).to_have_count(1)
     expect(edges).to_contain_text("Supersedes")
+    request_id = found.json()["metrics"]["request_id"]
+    retrieval = page.locator(f'main tbody tr:has(a[href="#/retrieval/{request_id}"])')
+    expect(retrieval.locator("td").nth(1)).to_have_text("Where did Mira move? Lisbon")
+    if returned:
+        expect(retrieval.locator("td").nth(2)).to_have_text("returned")
     screenshot(page, "memory", tmp_path)
     assert_accessible(page)
 
