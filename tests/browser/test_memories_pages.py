@@ -364,6 +364,33 @@ def test_a_contradiction_shows_in_both_memories_history_and_links(
     )
 
 
+def test_a_section_whose_route_fails_says_so_and_the_rest_of_the_page_shows(
+    page: Page, inspector: Inspector, seeded: Seeded
+) -> None:
+    # As a server without the retrievals route answers (FastAPI's 404 has no error code),
+    # and a provenance read that fails on the server's side.
+    page.route(
+        "**/v1/nodes/*/retrievals*",
+        lambda route: route.fulfill(status=404, json={"detail": "Not Found"}),
+    )
+    page.route(
+        "**/v1/nodes/*/provenance*",
+        lambda route: route.fulfill(
+            status=503, json={"detail": "Storage unavailable", "error": "unavailable"}
+        ),
+    )
+    sign_in(page, inspector, key=inspector.owner_key)
+    page.goto(f"{inspector.url}#/memory/{seeded.lisbon['node_id']}")
+    expect(page.locator("main")).to_contain_text(
+        "This server cannot show the retrievals of this memory yet"
+    )
+    expect(page.get_by_role("alert")).to_contain_text("Could not show the journal history.")
+    expect(page.locator("#memory-content")).to_contain_text("Mira moved to Lisbon")
+    expect(page.get_by_role("table", name="Edges between this memory and others")).to_contain_text(
+        "Supersedes"
+    )
+
+
 def test_an_operator_sees_the_memories_of_the_owner_it_chose(
     page: Page, inspector: Inspector, seeded: Seeded
 ) -> None:
