@@ -25,6 +25,7 @@ from prme.errors import (
 )
 from prme.http import graph_schemas, judgment_schemas, schemas
 from prme.model import erasure, feedback, listings
+from prme.model.receipt_listing import NodeRetrievalPage, RetrievalPage
 from prme.settings import Settings
 from tests.harness.live_server import LiveServer, flaky_relay, live_server
 
@@ -366,3 +367,26 @@ def test_graph_reads_are_the_same_on_both(client: MemoryClient, user: str) -> No
         client.get_node_provenance(old.node_id, operation_limit=0, user_id=user)
     with pytest.raises(NotFoundError):
         client.get_node_chain(str(uuid.uuid4()), user_id=user)
+
+
+def test_receipt_listings_are_the_same_on_both(client: MemoryClient, user: str) -> None:
+    tea = client.store("Ana drinks oolong tea", user_id=user)
+    client.store("Ana plays chess", user_id=user)
+    first = client.retrieve("What does Ana drink?", user_id=user).metrics.request_id
+    second = client.retrieve("chess", limit=1, user_id=user).metrics.request_id
+    assert tea.node_id is not None
+
+    page = client.list_retrievals(limit=1, user_id=user)
+    assert type(page) is RetrievalPage
+    rest = client.list_retrievals(cursor=page.next_cursor, user_id=user)
+    assert [r.request_id for r in page.retrievals + rest.retrievals] == [second, first]
+    since = page.retrievals[0].created_at
+    bounded = client.list_retrievals(since=since, user_id=user)
+    assert [r.request_id for r in bounded.retrievals] == [second]
+    ranked = client.list_node_retrievals(tea.node_id, user_id=user)
+    assert type(ranked) is NodeRetrievalPage
+    assert {r.request_id: r.outcome for r in ranked.retrievals}[first] == "returned"
+    with pytest.raises(InvalidRequestError):
+        client.list_retrievals(cursor="nope", user_id=user)
+    with pytest.raises(NotFoundError):
+        client.list_node_retrievals(str(uuid.uuid4()), user_id=user)

@@ -12,7 +12,7 @@ from prme.engine import manage
 from prme.model.inputs import StoreInput
 from prme.model.listings import MAX_SEARCH_TEXT_CHARS, EventFilter, NodeFilter
 from prme.model.records import Event, MemoryNode, OwnerKey
-from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness
+from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
 JAN = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -66,7 +66,7 @@ def test_text_finds_caseless_substrings_of_the_owners_memory_only(any_backend: H
     h = any_backend
     tea_event, tea = _store(h, ALICE, "Alice drinks GREEN Tea every morning")
     _, street = _store(h, ALICE, "Alice lives on Hauptstraße 5")
-    _, cafe = _store(h, ALICE, "Meet at the Cafe\u0301 Central")  # é decomposed
+    _, cafe = _store(h, ALICE, "Meet at the Café Central")
     _store(h, ALICE, "Nothing to see")
     _store(h, BOB, "Bob drinks green tea too")
     _store(h, OTHER_TENANT_ALICE, "Other alice drinks green tea")
@@ -75,7 +75,7 @@ def test_text_finds_caseless_substrings_of_the_owners_memory_only(any_backend: H
     # search ever returns another owner's memory
     assert _node_ids(h, ALICE, text="green tea") == {tea}
     assert _node_ids(h, ALICE, text="HAUPTSTRASSE") == {street}
-    assert _node_ids(h, ALICE, text="café") == {cafe}  # é composed
+    assert _node_ids(h, ALICE, text="CAFE\u0301") == {cafe}  # typed decomposed, stored composed
     assert _node_ids(h, ALICE, text="cafe ") == set()  # an accent is not ignored
     assert _node_ids(h, ALICE, text="drinks") == {tea}
     assert _event_ids(h, ALICE, text="Green TEA") == {tea_event}
@@ -175,6 +175,26 @@ def test_filtered_paging_is_bounded_and_visits_every_match_once(
         limit=2,
     )
     assert [e.id for e in events] == sorted(matching_events)
+
+
+def test_a_text_search_folds_a_bounded_number_of_characters_a_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given ten memories of 20 characters, and a search that may fold 50 a call
+    h = memory_harness()
+    monkeypatch.setattr(manage, "TEXT_SCAN_CHARS", 50)
+    ids = sorted(_store(h, ALICE, f"memory number {i:06d}")[1] for i in range(10))
+    # When the first page is read, Then it stops after the third record (60 characters)
+    page = h.engine.list_nodes(ALICE, NodeFilter(text="MEMORY"), limit=100)
+    assert [n.id for n in page.items] == ids[:3]
+    assert page.next_after_id == ids[2]
+    # And the pages that follow reach every record once; a listing without text is not bounded
+    # by characters
+    assert [n.id for n in _nodes(h, ALICE, NodeFilter(text="memory"))[0]] == ids
+    assert [n.id for n in h.engine.list_nodes(ALICE, NodeFilter(), limit=100).items] == ids
+    events = h.engine.list_events(ALICE, EventFilter(text="number"), limit=100)
+    assert len(events.items) == 3
+    assert events.next_after_id is not None
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ and erased receipts are gone, and a left-out candidate says why."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -139,6 +139,8 @@ def test_a_bad_cursor_or_limit_is_refused(any_backend: Harness) -> None:
         h.engine.list_retrievals(ALICE, limit=0)
     with pytest.raises(InvalidRequestError):
         h.engine.list_node_retrievals(ALICE, "x", scan_limit=201)
+    with pytest.raises(InvalidRequestError):
+        h.engine.list_retrievals(ALICE, since=datetime(2025, 1, 1))
 
 
 def test_a_node_lists_the_retrievals_that_returned_it_or_left_it_out(

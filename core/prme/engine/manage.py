@@ -1,8 +1,9 @@
 """Managing an owner's memory: list nodes and events a page at a time, delete one memory, count.
 
 Listings walk the owner's records in id order (the order both ledgers keep on their primary
-key); filters are applied to each page read, and a call reads at most `SCAN_BUDGET` records,
-so a rare filter may return a short (even empty) page with a cursor to continue from.
+key); filters are applied to each page read, and a call reads at most `SCAN_BUDGET` records
+(and, for a text search, folds at most `TEXT_SCAN_CHARS` characters of content), so a rare
+filter may return a short (even empty) page with a cursor to continue from.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ MAX_PAGE = 1000
 SCAN_BUDGET = 5000
 # Records asked of the ledger in one read at least (one DynamoDB Query page holds about this).
 READ_CHUNK = 100
+# Characters of content a text search folds and searches per call: 5,000 records of 100,000
+# non-ASCII characters would take seconds; this many take tens of milliseconds at most.
+TEXT_SCAN_CHARS = 4_000_000
 
 _Record = TypeVar("_Record", Event, MemoryNode)
 
@@ -50,11 +54,12 @@ def _walk(
     *,
     limit: int,
     after_id: str | None,
+    searched: bool = False,
 ) -> tuple[list[_Record], str | None]:
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidRequestError(f"limit must be between 1 and {MAX_PAGE}")
     items: list[_Record] = []
-    cursor, scanned = after_id, 0
+    cursor, scanned, searched_chars = after_id, 0, 0
     while True:
         # At least READ_CHUNK records a read whatever the page still needs: a small page with a
         # rare filter would otherwise cost one ledger round trip per record examined.
@@ -64,9 +69,11 @@ def _walk(
         for position, record in enumerate(records):
             if keep(record):
                 items.append(record)
-            if len(items) >= limit:
-                # The page is full here: the next one starts after this record, unless it
-                # was the owner's last.
+            if searched:
+                searched_chars += len(record.content)
+            if len(items) >= limit or searched_chars >= TEXT_SCAN_CHARS:
+                # The page ends here (full, or the search spent its budget): the next one
+                # starts after this record, unless it was the owner's last.
                 more = last is not None or position < len(records) - 1
                 return items, record.id if more else None
         if last is None:
@@ -87,7 +94,13 @@ def list_nodes(
     def read(cursor: str | None, want: int) -> tuple[list[MemoryNode], str | None]:
         return deps.ledger.list_nodes_page(owner, after_id=cursor, limit=want)
 
-    items, next_after = _walk(read, node_filter.matches, limit=limit, after_id=after_id)
+    items, next_after = _walk(
+        read,
+        node_filter.matches,
+        limit=limit,
+        after_id=after_id,
+        searched=node_filter.text is not None,
+    )
     return NodePage(items=items, next_after_id=next_after)
 
 
@@ -102,7 +115,13 @@ def list_events(
     def read(cursor: str | None, want: int) -> tuple[list[Event], str | None]:
         return deps.ledger.list_events_page(owner, after_id=cursor, limit=want)
 
-    items, next_after = _walk(read, event_filter.matches, limit=limit, after_id=after_id)
+    items, next_after = _walk(
+        read,
+        event_filter.matches,
+        limit=limit,
+        after_id=after_id,
+        searched=event_filter.text is not None,
+    )
     return EventPage(items=items, next_after_id=next_after)
 
 

@@ -55,6 +55,9 @@ def list_retrievals(
 ) -> RetrievalPage:
     """One page of the owner's receipt summaries, newest first: at most `limit` receipts read."""
     _checked_page("limit", limit, MAX_RETRIEVAL_PAGE, cursor)
+    for name, bound in (("since", since), ("until", until)):
+        if bound is not None and bound.utcoffset() is None:
+            raise InvalidRequestError(f"{name} needs a UTC offset", field=(name,))
     page = deps.ledger.list_receipt_summaries(
         owner,
         before=cursor,

@@ -24,7 +24,7 @@ MAX_SEARCH_TEXT_CHARS = 200
 def _check_search_text(value: str) -> str:
     # The message never repeats the value: a search names what the owner remembers.
     check_text(value)
-    if any(unicodedata.category(char) in {"Cc", "Cs"} for char in value):
+    if any(unicodedata.category(char) == "Cc" for char in value):
         raise ValueError("must not contain control characters")
     return value
 
@@ -38,18 +38,20 @@ SearchText = Annotated[
 ]
 
 
-def folded(text: str) -> str:
-    """`text` for caseless matching: case folded between canonical normalizations (Unicode's
-    canonical caseless match), so "STRASSE" finds "Straße" and a composed "é" a decomposed one,
-    while "cafe" does not find "café"."""
-    if text.isascii():
-        return text.lower()  # the common case: folding ASCII is lowering, and NFC changes nothing
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).casefold())
+def folded(content: str) -> str:
+    """`content` for caseless matching: Unicode case folded, so "STRASSE" finds "Straße".
+
+    Stored content is not normalized: that costs several times the folding on long non-ASCII
+    text, and a listing folds every record it reads (the search text is, see `_contains`)."""
+    if content.isascii():
+        return content.lower()  # the common case, and the same as folding for ASCII
+    return content.casefold()
 
 
 def _contains(content: str, text: str | None) -> bool:
-    # Compared as plain strings: "%" and "_" are themselves, never wildcards.
-    return text is None or folded(text) in folded(content)
+    # Compared as plain strings: "%" and "_" are themselves, never wildcards. The search text
+    # is composed (NFC), as keyboards and browsers write text, and so is most stored text.
+    return text is None or folded(unicodedata.normalize("NFC", text)) in folded(content)
 
 
 def _within(moment: datetime, since: datetime | None, until: datetime | None) -> bool:

@@ -9,13 +9,13 @@ import { forgetSession, loadSession, saveSession } from "./session.js";
 // are listed in the header, in this order; `section` says which header entry a page lights up.
 const PAGES = {
   overview: { nav: "Overview", load: () => import("./pages/overview.js") },
-  review: { nav: "Review", load: () => import("./pages/review.js") },
   memories: { nav: "Memories", load: () => import("./pages/memories.js") },
   memory: { section: "memories", load: () => import("./pages/memory.js") },
   event: { section: "memories", load: () => import("./pages/event.js") },
   retrievals: { nav: "Retrievals", load: () => import("./pages/retrievals.js") },
   retrieval: { section: "retrievals", load: () => import("./pages/retrieval.js") },
   ask: { nav: "Ask", load: () => import("./pages/ask.js") },
+  review: { nav: "Review", load: () => import("./pages/review.js") },
 };
 const DEFAULT_PAGE = "overview";
 
