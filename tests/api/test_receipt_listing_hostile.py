@@ -40,9 +40,14 @@ def listing(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Listing]
 # Cursors of the listing's shape (time, bar, id) whose time is no time: made by hand, never
 # by the listing.
 FORGED_CURSORS = [
-    "2026-13-45T99:99:99.000000Z|x",
-    "0000-00-00T00:00:00.000000Z|x",
-    "2026-02-30T00:00:00.000000Z|x",
+    "2026-13-45T99:99:99.000000Z|0b8f0a4e-6a3c-4d43-9d55-3c9a2d7b1f11",
+    "0000-00-00T00:00:00.000000Z|0b8f0a4e-6a3c-4d43-9d55-3c9a2d7b1f11",
+    "2026-02-30T00:00:00.000000Z|0b8f0a4e-6a3c-4d43-9d55-3c9a2d7b1f11",
+    # No request id: over DynamoDB's 1,024-byte sort key once prefixed and escaped (the local
+    # DynamoDB does not check that limit, the real one refuses the query).
+    "2026-01-01T00:00:00.000000Z|" + "\U0001f600" * 256,
+    "2026-01-01T00:00:00.000000Z|" + "#" * 256,
+    "2026-01-01T00:00:00.000000Z|x",
 ]
 
 

@@ -3,6 +3,7 @@ the receipts that ranked one memory with what became of it there."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -54,15 +55,18 @@ def receipt_position(created_at: datetime, request_id: str) -> str:
 
 
 def is_receipt_position(text: str) -> bool:
-    """The listing's cursor form with a time that exists: the SQLite ledger reads the time back,
-    and a hand-made "2026-13-45" must be refused, not fail there."""
+    """The listing's cursor form, with a time that exists (the SQLite ledger reads the time
+    back: a hand-made "2026-13-45" must be refused, not fail there) and a request id, which
+    is a UUID (DynamoDB refuses a sort key value over 1,024 bytes, and 256 characters of
+    four UTF-8 bytes each would be one)."""
     if not is_history_position(text):
         return False
+    moment, _, request_id = text.partition("|")
     try:
-        datetime.strptime(text.partition("|")[0], _POSITION_TIME_FORMAT)
+        datetime.strptime(moment, _POSITION_TIME_FORMAT)
+        return str(uuid.UUID(request_id)) == request_id
     except ValueError:
         return False
-    return True
 
 
 def utc_bound(moment: datetime) -> datetime:
