@@ -84,7 +84,7 @@ def test_a_memory_left_out_by_the_limit_is_explained_and_its_row_has_focus(
     summary = _open_focused(page, inspector, receipt["request_id"], left_out["node_id"])
     expect(summary).to_contain_text(
         f"This memory was ranked #{left_out_rank} of {len(fused)} candidates: left out: result "
-        "limit: the 1 result"
+        "limit: the one result allowed went to a higher-ranked candidate"
     )
     # Keyboard focus is on the highlighted row, with a visible ring, and its score is open.
     row = page.locator("tr.focused-candidate")
