@@ -224,7 +224,9 @@ def test_a_memory_page_shows_source_history_edges_and_links_to_the_other_memory(
     expect(edges.locator("tbody tr")).to_have_count(1)
     expect(edges).to_contain_text("Supersedes")
     request_id = found.json()["metrics"]["request_id"]
-    retrieval = page.locator(f'main tbody tr:has(a[href="#/retrieval/{request_id}"])')
+    # Each retrieval opens its receipt focused on this memory.
+    focused = f"#/retrieval/{request_id}?focus={lisbon['node_id']}"
+    retrieval = page.locator(f'main tbody tr:has(a[href="{focused}"])')
     expect(retrieval.locator("td").nth(1)).to_have_text("Where did Mira move? Lisbon")
     if returned:
         expect(retrieval.locator("td").nth(2)).to_have_text("returned")
@@ -280,12 +282,14 @@ def test_a_memory_page_lists_other_nodes_of_its_source_and_the_retrievals_that_r
     for other in others:
         expect(derived_table.locator(f'a[href="#/memory/{other["id"]}"]')).to_have_count(1)
     retrievals = page.get_by_role("table", name=re.compile("Saved retrievals that ranked"))
-    row = retrievals.locator("tbody tr", has=page.locator(f'a[href="#/retrieval/{request_id}"]'))
+    row = retrievals.locator(
+        "tbody tr", has=page.locator(f'a[href="#/retrieval/{request_id}?focus={raw["id"]}"]')
+    )
     expect(row).to_have_count(1)
     expect(row).to_contain_text(f"Pixel{tag} cat Nadia")
     expect(row.locator("td").nth(2)).to_have_text("returned")
     left_out = retrievals.locator(
-        "tbody tr", has=page.locator(f'a[href="#/retrieval/{strict_id}"]')
+        "tbody tr", has=page.locator(f'a[href="#/retrieval/{strict_id}?focus={raw["id"]}"]')
     )
     expect(left_out.locator("td").nth(2)).to_have_text("left out: below min_score")
     expect(page.locator("#retrievals-scanned")).to_contain_text("ranked this memory")

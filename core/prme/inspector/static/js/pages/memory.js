@@ -8,6 +8,7 @@ import {
   effectiveTime, isNotFound, jsonText, lifecycleBadge, loadSection, memoryLink, outcomeText,
   sectionProblem,
 } from "./memory-parts.js";
+import { whyNotForm } from "./receipt_focus.js";
 
 function notFoundPage(id, error) {
   return {
@@ -222,10 +223,11 @@ function edgesSection(ctx, node) {
   });
 }
 
-function retrievalRows(retrievals) {
+// Each query links to its receipt focused on this memory (its row highlighted, why at the top).
+function retrievalRows(retrievals, nodeId) {
   return retrievals.map((item) => [
     h("time", { datetime: item.created_at }, formatTime(item.created_at)),
-    link(excerpt(item.query_truncated ? `${item.query}…` : item.query, 100) || "(empty query)", route("retrieval", item.request_id)),
+    link(excerpt(item.query_truncated ? `${item.query}…` : item.query, 100) || "(empty query)", route("retrieval", item.request_id, { focus: nodeId })),
     item.outcome === "returned" ? h("span", { class: "badge good" }, outcomeText(item.outcome))
       : h("span", { class: "badge bad" }, outcomeText(item.outcome)),
     item.rank === null || item.rank === undefined ? "—" : String(item.rank),
@@ -251,7 +253,7 @@ function retrievalsSection(ctx, node) {
       } else summary.textContent = `None of the ${scanned} most recent saved retrievals ranked this memory.${more}`;
     };
     describe();
-    const results = table("Saved retrievals that ranked this memory, newest first", ["When", "Query", "Outcome for this memory", "Rank", "Context reference"], retrievalRows(first.retrievals), { numeric: [3] });
+    const results = table("Saved retrievals that ranked this memory, newest first", ["When", "Query", "Outcome for this memory", "Rank", "Context reference"], retrievalRows(first.retrievals, node.id), { numeric: [3] });
     results.hidden = !found;
     const body = results.querySelector("tbody");
     const problem = h("p", { class: "error", role: "alert", hidden: true });
@@ -260,7 +262,7 @@ function retrievalsSection(ctx, node) {
       further.disabled = true;
       try {
         const next = await ctx.api.get(path, { cursor });
-        retrievalRows(next.retrievals).forEach((cells) => body.append(h("tr", {}, cells.map((cell, column) =>
+        retrievalRows(next.retrievals, node.id).forEach((cells) => body.append(h("tr", {}, cells.map((cell, column) =>
           h("td", { class: column === 3 ? "num" : null }, cell)))));
         scanned += next.scanned;
         found += next.retrievals.length;
@@ -306,6 +308,7 @@ export async function render(ctx) {
       h("section", { "aria-labelledby": "memory-facts-title" },
         h("h2", { id: "memory-facts-title" }, "Facts"),
         nodeFacts(node)),
-      sections),
+      sections,
+      whyNotForm(ctx, node.id)),
   };
 }

@@ -6,6 +6,7 @@
 import { ApiError } from "../api.js";
 import { excerpt, facts, field, formatScore, formatTime, h, link, route, select, table } from "../dom.js";
 import { adjustmentInWords, leftOutReason, settingsInWords } from "../receipt_words.js";
+import { addCandidateFinder } from "./receipt_focus.js";
 
 // Excerpts of candidates come from GET /v1/nodes/{id}, this many requests at a time.
 const NODE_FETCHES_AT_ONCE = 6;
@@ -484,5 +485,6 @@ export async function render(ctx) {
     citationsSection(api, receipt, nodes, announce, recorded.refresh),
     recorded.section,
   );
+  await addCandidateFinder(ctx, receipt, nodes, body);
   return { title: `Receipt: ${excerpt(receipt.query, 60)}`, body };
 }
