@@ -50,3 +50,16 @@ def test_page_loads_only_local_assets_and_each_is_served(
         assert len(loaded.content) > 0, address
     # Nothing else in the page names another host (fonts, CDN fallbacks).
     assert "https://" not in html.text
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_the_pages_cannot_be_framed_or_send_anything_elsewhere(
+    client: TestClient, page: str
+) -> None:
+    # They share the inspector's origin and so the key a signed-in tab keeps.
+    headers = client.get(page).headers
+    policy = headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy
+    assert "connect-src 'self'" in policy
+    assert "object-src 'none'" in policy
+    assert headers["x-frame-options"] == "DENY"

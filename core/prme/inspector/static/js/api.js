@@ -53,7 +53,8 @@ export class Api {
   // An operator names the owner on every call; an owner key's owner is implied.
   withOwner(params) {
     const owner = this.session.role === "owner" ? null : this.session.owner;
-    return owner ? { user_id: owner, ...params } : { ...params };
+    // The chosen owner wins over anything a page passes: no page can act for another owner.
+    return owner ? { ...params, user_id: owner } : { ...params };
   }
 
   url(path, params = {}) {

@@ -237,10 +237,14 @@ function retrievalRows(retrievals, nodeId) {
 
 // The saved retrievals that ranked this memory (GET /v1/nodes/{id}/retrievals): one bounded
 // scan of receipts, newest first; "Look further back" scans the next, older stretch.
+const RECEIPTS_PER_SCAN = 50;
+
 function retrievalsSection(ctx, node) {
   return loadSection("Retrievals that returned it", "the retrievals of this memory", async () => {
     const path = `/v1/nodes/${encodeURIComponent(node.id)}/retrievals`;
-    const first = await ctx.api.get(path);
+    // Each receipt scanned is a read of its whole body (two read units on DynamoDB): a page
+    // view reads the newest stretch only, and "Look further back" pays for more on request.
+    const first = await ctx.api.get(path, { scan_limit: RECEIPTS_PER_SCAN });
     let scanned = first.scanned;
     let found = first.retrievals.length;
     let cursor = first.next_cursor;
@@ -261,7 +265,7 @@ function retrievalsSection(ctx, node) {
       problem.hidden = true;
       further.disabled = true;
       try {
-        const next = await ctx.api.get(path, { cursor });
+        const next = await ctx.api.get(path, { cursor, scan_limit: RECEIPTS_PER_SCAN });
         retrievalRows(next.retrievals, node.id).forEach((cells) => body.append(h("tr", {}, cells.map((cell, column) =>
           h("td", { class: column === 3 ? "num" : null }, cell)))));
         scanned += next.scanned;
