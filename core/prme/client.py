@@ -39,6 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http.node_batch_schemas import NodeBatchRequest, NodeBatchResponse
 from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.receipt_listing_schemas import NodeRetrievalsQuery, RetrievalListQuery
 from prme.model import (
@@ -900,6 +901,17 @@ class _Calls:
             ),
         )
 
+    def get_nodes(
+        self, node_ids: Sequence[str], *, user_id: str | None = None
+    ) -> Call[NodeBatchResponse]:
+        body = _from_arguments(NodeBatchRequest, {**locals(), "node_ids": list(node_ids)})
+        return Call(
+            "get_nodes",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.get_nodes(at.owner, [str(n) for n in body.node_ids]),
+        )
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -1145,6 +1157,7 @@ class MemoryClient:
     get_caller = _blocking(_Calls.get_caller)
     list_retrievals = _blocking(_Calls.list_retrievals)
     list_node_retrievals = _blocking(_Calls.list_node_retrievals)
+    get_nodes = _blocking(_Calls.get_nodes)
 
 
 class AsyncMemoryClient:
@@ -1304,3 +1317,4 @@ class AsyncMemoryClient:
     get_caller = _awaitable(_Calls.get_caller)
     list_retrievals = _awaitable(_Calls.list_retrievals)
     list_node_retrievals = _awaitable(_Calls.list_node_retrievals)
+    get_nodes = _awaitable(_Calls.get_nodes)

@@ -27,6 +27,7 @@ from prme.http import (
     conflict_schemas,
     graph_schemas,
     judgment_schemas,
+    node_batch_schemas,
     organizer_schemas,
     schemas,
 )
@@ -1194,6 +1195,19 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=context_rebuild.RebuiltContext,
         shape=Shape.READ_ONE,
+    ),
+    # -- batch reads for the inspector (issue 21) --
+    Operation(
+        "get_nodes",
+        Capability.MEMORIES,
+        "Read many memory nodes",
+        "Read up to 100 of the owner's memory nodes by id in one call: the nodes found, in "
+        "the order asked, and the ids not found (unknown, deleted, another owner's or "
+        "unreadable, which a caller cannot tell apart). One request against the limits, "
+        "however many ids.",
+        http=HttpRoute("POST", "/v1/nodes/batch-get"),
+        request=node_batch_schemas.NodeBatchRequest,
+        response=node_batch_schemas.NodeBatchResponse,
     ),
 )
 

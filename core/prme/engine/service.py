@@ -22,6 +22,7 @@ from prme.engine import (
     lifecycle,
     manage,
     metering,
+    node_batch,
     organizer,
     portability,
     quantities,
@@ -81,6 +82,7 @@ from prme.model.inputs import (
     StoreInput,
 )
 from prme.model.limits import LimitsReport
+from prme.model.node_batch import NodeBatch
 from prme.model.organizer import OrganizeInput, OrganizeReport, OrganizerPass
 from prme.model.portability import ExportPage, ImportBatch, ImportReport
 from prme.model.quantities import (
@@ -163,6 +165,9 @@ class MemoryEngine:
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode:
         return reads.get_node(self.deps, owner, node_id)
+
+    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> NodeBatch:
+        return node_batch.get_nodes(self.deps, owner, node_ids)
 
     # -- managing stored memory (engine/manage.py) --
 
