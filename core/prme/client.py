@@ -562,9 +562,15 @@ class _Calls:
         return Call("get_relevance", user_id, {"feedback_id": feedback_id})
 
     def list_relevance(
-        self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
+        self,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
+        user_id: str | None = None,
     ) -> Call[feedback.RelevancePage]:
-        return Call("list_relevance", user_id, query={"limit": limit, "after_id": after_id})
+        query = {"limit": limit, "after_id": after_id, "request_id": request_id}
+        return Call("list_relevance", user_id, query=query)
 
     def record_answer_citations(
         self,
@@ -589,9 +595,15 @@ class _Calls:
         return Call("get_answer_citations", user_id, {"citation_id": citation_id})
 
     def list_answer_citations(
-        self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
+        self,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
+        user_id: str | None = None,
     ) -> Call[feedback.AnswerCitationPage]:
-        return Call("list_answer_citations", user_id, query={"limit": limit, "after_id": after_id})
+        query = {"limit": limit, "after_id": after_id, "request_id": request_id}
+        return Call("list_answer_citations", user_id, query=query)
 
     def replay_retrieval(
         self, request_id: str, *, user_id: str | None = None
@@ -951,7 +963,13 @@ def _table_call(operation: Operation, call: Call[Any], at: InProcess) -> Any:
         keys = {"idempotency_key": call.idempotency_key} if takes_key else {}
         return method(at.owner, _engine_input(operation.engine_input, call.body), **keys)
     if operation.shape is Shape.LIST_PAGE and isinstance(call.query, dict):
-        return method(at.owner, limit=call.query["limit"], after_id=call.query["after_id"])
+        query = call.query
+        return method(
+            at.owner,
+            limit=query["limit"],
+            after_id=query["after_id"],
+            request_id=query.get("request_id"),
+        )
     raise TypeError(f"{operation.name}: an ADAPTER operation's call needs its in-process form")
 
 

@@ -127,7 +127,8 @@ class Shape(StrEnum):
     # `idempotency_key=` when the route takes an Idempotency-Key (HTTP only: the MCP tools of
     # these take flat arguments).
     WRITE_BODY = "write_body"
-    # A page of the owner's records in id order: `engine.<name>(owner, limit=, after_id=)`.
+    # A page of the owner's records about retrievals, in id order, optionally of one retrieval:
+    # `engine.<name>(owner, limit=, after_id=, request_id=)`.
     LIST_PAGE = "list_page"
 
 
@@ -723,7 +724,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "list_relevance",
         Capability.FEEDBACK,
         "List relevance judgments",
-        "The owner's relevance judgments, a page at a time in id order.",
+        "The owner's relevance judgments, a page at a time in id order; with request_id, only "
+        "those of that retrieval.",
         http=HttpRoute("GET", "/v1/relevance", Errors.READ),
         request=None,
         response=feedback.RelevancePage,
@@ -763,7 +765,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "list_answer_citations",
         Capability.FEEDBACK,
         "List answer citations",
-        "The owner's answer citations, a page at a time in id order.",
+        "The owner's answer citations, a page at a time in id order; with request_id, only "
+        "those of that retrieval.",
         http=HttpRoute("GET", "/v1/answer-citations", Errors.READ),
         request=None,
         response=feedback.AnswerCitationPage,

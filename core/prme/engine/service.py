@@ -306,9 +306,16 @@ class MemoryEngine:
         return feedback.get_relevance(self.deps, owner, feedback_id)
 
     def list_relevance(
-        self, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+        self,
+        owner: OwnerKey,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
     ) -> RelevancePage:
-        return feedback.list_relevance(self.deps, owner, limit=limit, after_id=after_id)
+        return feedback.list_relevance(
+            self.deps, owner, limit=limit, after_id=after_id, request_id=request_id
+        )
 
     def record_answer_citations(
         self, owner: OwnerKey, request: AnswerCitationInput
@@ -319,9 +326,16 @@ class MemoryEngine:
         return feedback.get_answer_citations(self.deps, owner, citation_id)
 
     def list_answer_citations(
-        self, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+        self,
+        owner: OwnerKey,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
     ) -> AnswerCitationPage:
-        return feedback.list_answer_citations(self.deps, owner, limit=limit, after_id=after_id)
+        return feedback.list_answer_citations(
+            self.deps, owner, limit=limit, after_id=after_id, request_id=request_id
+        )
 
     def replay_retrieval(self, owner: OwnerKey, request_id: str) -> ReplayReport:
         return feedback.replay_receipt(self.deps, owner, request_id)
