@@ -125,7 +125,7 @@ def test_a_question_asked_on_the_page_opens_a_receipt_that_explains_it(
     limited = [c for c in receipt["candidates"] if c["outcome"] == "limit"]
     assert limited, "a limit of 2 leaves candidates out"
     expect(_outcome_of(page, limited[0]["node_id"])).to_contain_text(
-        "Left out result limit: the 2 results allowed were already filled by higher-ranked"
+        "Left out result limit: the 2 results allowed went to higher-ranked candidates"
     )
     returned = receipt["returned_node_ids"]
     first_ref = next(e["ref"] for e in full if e["node_id"] == returned[0])

@@ -74,6 +74,20 @@ def test_wheel_from_pip_runs_the_readme_example_or_says_how_to_fix_it(tmp_path: 
     )
     assert installed.returncode == 0, installed.stderr
 
+    # The inspector's pages are package data: the installed wheel serves every one of them.
+    shipped = run(
+        [python, "-c", "from prme.http.inspector import inspector_assets as a; print(*a())"],
+        tmp_path,
+        env,
+    )
+    assert shipped.returncode == 0, shipped.stderr[-2000:]
+    in_checkout = sorted(
+        p.relative_to(ROOT / "core/prme/inspector/static").as_posix()
+        for p in (ROOT / "core/prme/inspector/static").rglob("*")
+        if p.is_file() and p.suffix in {".html", ".js", ".css", ".svg"}
+    )
+    assert sorted(shipped.stdout.split()) == in_checkout
+
     example = tmp_path / "example.py"
     example.write_text(readme_python_example(), encoding="utf-8")
     work = tmp_path / "work"

@@ -211,18 +211,13 @@ def retrieve_memories(
         budget = config.retrieval.default_token_budget
     flt = build_index_filter(request, now)
 
-    candidates = gather_candidates(
-        deps,
-        owner,
-        request,
-        flt,
-        # A budget fill ranks deeper; an explicit limit keeps a margin for caps and filters.
-        (
-            max(config.retrieval.candidate_k, config.retrieval.fill_candidate_k)
-            if fill_budget
-            else max(config.retrieval.candidate_k, limit * 3)
-        ),
+    # A budget fill ranks deeper; an explicit limit keeps a margin for caps and filters.
+    candidate_depth = (
+        max(config.retrieval.candidate_k, config.retrieval.fill_candidate_k)
+        if fill_budget
+        else max(config.retrieval.candidate_k, limit * 3)
     )
+    candidates = gather_candidates(deps, owner, request, flt, candidate_depth)
     searched = time.perf_counter()
 
     fusion_config = FusionConfig(
@@ -373,6 +368,7 @@ def retrieve_memories(
             session_context_radius=(
                 config.retrieval.session_context_radius if context.anchor_of else 0
             ),
+            candidate_depth=candidate_depth,
         ),
         backend_failures=candidates.failures,
         # Written into the saved payload below as plain rows: see `_receipt_candidate_rows`.

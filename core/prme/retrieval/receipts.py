@@ -140,6 +140,11 @@ class ReceiptConfig(BaseModel):
     session_context_radius: int = Field(
         default=0, description="Neighbours added on each side of an anchor (0 when none)"
     )
+    candidate_depth: int | None = Field(
+        default=None,
+        description="How many best matches each search channel returned at most (its k): a "
+        "memory ranked below that in every channel was not a candidate; null in older receipts",
+    )
 
 
 class SessionContextEntry(BaseModel):

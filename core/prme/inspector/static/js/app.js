@@ -9,6 +9,9 @@ import { forgetSession, loadSession, saveSession } from "./session.js";
 // are listed in the header, in this order; `section` says which header entry a page lights up.
 const PAGES = {
   overview: { nav: "Overview", load: () => import("./pages/overview.js") },
+  memories: { nav: "Memories", load: () => import("./pages/memories.js") },
+  memory: { section: "memories", load: () => import("./pages/memory.js") },
+  event: { section: "memories", load: () => import("./pages/event.js") },
   retrievals: { nav: "Retrievals", load: () => import("./pages/retrievals.js") },
   retrieval: { section: "retrievals", load: () => import("./pages/retrieval.js") },
   ask: { nav: "Ask", load: () => import("./pages/ask.js") },

@@ -21,7 +21,9 @@ export function leftOutReason(outcome, config, candidate) {
     case "evidence_limit":
       return `per-evidence cap (max_per_evidence ${config.max_per_evidence}): that many higher-ranked results from the same source events were already chosen`;
     case "limit":
-      return `result limit: the ${config.limit} result${config.limit === 1 ? "" : "s"} allowed were already filled by higher-ranked candidates`;
+      return config.limit === 1
+        ? "result limit: the one result allowed went to a higher-ranked candidate"
+        : `result limit: the ${config.limit} results allowed went to higher-ranked candidates`;
     case "token_budget":
       return config.fill_budget
         ? `token budget: no limit was asked, so the results are what fitted in the ${config.token_budget}-token context, and this memory did not fit`

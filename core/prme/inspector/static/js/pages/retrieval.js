@@ -6,6 +6,7 @@
 import { ApiError } from "../api.js";
 import { excerpt, facts, field, formatScore, formatTime, h, link, route, select, table } from "../dom.js";
 import { adjustmentInWords, leftOutReason, settingsInWords } from "../receipt_words.js";
+import { addCandidateFinder } from "./receipt_focus.js";
 
 // Excerpts of candidates come from POST /v1/nodes/batch-get, this many ids a request (the
 // route's most) and this many requests at a time: a receipt of 200 candidates is 2 requests.
@@ -499,5 +500,6 @@ export async function render(ctx) {
     citationsSection(api, receipt, nodes, announce, recorded.refresh),
     recorded.section,
   );
+  await addCandidateFinder(ctx, receipt, nodes, body);
   return { title: `Receipt: ${excerpt(receipt.query, 60)}`, body };
 }
