@@ -39,6 +39,7 @@ from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
 from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http.node_batch_schemas import NodeBatchRequest, NodeBatchResponse
 from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.receipt_listing_schemas import NodeRetrievalsQuery, RetrievalListQuery
 from prme.model import (
@@ -561,9 +562,15 @@ class _Calls:
         return Call("get_relevance", user_id, {"feedback_id": feedback_id})
 
     def list_relevance(
-        self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
+        self,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
+        user_id: str | None = None,
     ) -> Call[feedback.RelevancePage]:
-        return Call("list_relevance", user_id, query={"limit": limit, "after_id": after_id})
+        query = {"limit": limit, "after_id": after_id, "request_id": request_id}
+        return Call("list_relevance", user_id, query=query)
 
     def record_answer_citations(
         self,
@@ -588,9 +595,15 @@ class _Calls:
         return Call("get_answer_citations", user_id, {"citation_id": citation_id})
 
     def list_answer_citations(
-        self, *, limit: int = 100, after_id: str | None = None, user_id: str | None = None
+        self,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
+        user_id: str | None = None,
     ) -> Call[feedback.AnswerCitationPage]:
-        return Call("list_answer_citations", user_id, query={"limit": limit, "after_id": after_id})
+        query = {"limit": limit, "after_id": after_id, "request_id": request_id}
+        return Call("list_answer_citations", user_id, query=query)
 
     def replay_retrieval(
         self, request_id: str, *, user_id: str | None = None
@@ -900,6 +913,17 @@ class _Calls:
             ),
         )
 
+    def get_nodes(
+        self, node_ids: Sequence[str], *, user_id: str | None = None
+    ) -> Call[NodeBatchResponse]:
+        body = _from_arguments(NodeBatchRequest, {**locals(), "node_ids": list(node_ids)})
+        return Call(
+            "get_nodes",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.get_nodes(at.owner, [str(n) for n in body.node_ids]),
+        )
+
 
 class InProcessTransport:
     """Calls served by the engine in this process, answered with the same response models
@@ -939,7 +963,13 @@ def _table_call(operation: Operation, call: Call[Any], at: InProcess) -> Any:
         keys = {"idempotency_key": call.idempotency_key} if takes_key else {}
         return method(at.owner, _engine_input(operation.engine_input, call.body), **keys)
     if operation.shape is Shape.LIST_PAGE and isinstance(call.query, dict):
-        return method(at.owner, limit=call.query["limit"], after_id=call.query["after_id"])
+        query = call.query
+        return method(
+            at.owner,
+            limit=query["limit"],
+            after_id=query["after_id"],
+            request_id=query.get("request_id"),
+        )
     raise TypeError(f"{operation.name}: an ADAPTER operation's call needs its in-process form")
 
 
@@ -1145,6 +1175,7 @@ class MemoryClient:
     get_caller = _blocking(_Calls.get_caller)
     list_retrievals = _blocking(_Calls.list_retrievals)
     list_node_retrievals = _blocking(_Calls.list_node_retrievals)
+    get_nodes = _blocking(_Calls.get_nodes)
 
 
 class AsyncMemoryClient:
@@ -1304,3 +1335,4 @@ class AsyncMemoryClient:
     get_caller = _awaitable(_Calls.get_caller)
     list_retrievals = _awaitable(_Calls.list_retrievals)
     list_node_retrievals = _awaitable(_Calls.list_node_retrievals)
+    get_nodes = _awaitable(_Calls.get_nodes)

@@ -27,6 +27,7 @@ from prme.http import (
     conflict_schemas,
     graph_schemas,
     judgment_schemas,
+    node_batch_schemas,
     organizer_schemas,
     schemas,
 )
@@ -126,7 +127,8 @@ class Shape(StrEnum):
     # `idempotency_key=` when the route takes an Idempotency-Key (HTTP only: the MCP tools of
     # these take flat arguments).
     WRITE_BODY = "write_body"
-    # A page of the owner's records in id order: `engine.<name>(owner, limit=, after_id=)`.
+    # A page of the owner's records about retrievals, in id order, optionally of one retrieval:
+    # `engine.<name>(owner, limit=, after_id=, request_id=)`.
     LIST_PAGE = "list_page"
 
 
@@ -722,7 +724,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "list_relevance",
         Capability.FEEDBACK,
         "List relevance judgments",
-        "The owner's relevance judgments, a page at a time in id order.",
+        "The owner's relevance judgments, a page at a time in id order; with request_id, only "
+        "those of that retrieval.",
         http=HttpRoute("GET", "/v1/relevance", Errors.READ),
         request=None,
         response=feedback.RelevancePage,
@@ -762,7 +765,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "list_answer_citations",
         Capability.FEEDBACK,
         "List answer citations",
-        "The owner's answer citations, a page at a time in id order.",
+        "The owner's answer citations, a page at a time in id order; with request_id, only "
+        "those of that retrieval.",
         http=HttpRoute("GET", "/v1/answer-citations", Errors.READ),
         request=None,
         response=feedback.AnswerCitationPage,
@@ -1194,6 +1198,19 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=context_rebuild.RebuiltContext,
         shape=Shape.READ_ONE,
+    ),
+    # -- batch reads for the inspector (issue 21) --
+    Operation(
+        "get_nodes",
+        Capability.MEMORIES,
+        "Read many memory nodes",
+        "Read up to 100 of the owner's memory nodes by id in one call: the nodes found, in "
+        "the order asked, and the ids not found (unknown, deleted, another owner's or "
+        "unreadable, which a caller cannot tell apart). One request against the limits, "
+        "however many ids.",
+        http=HttpRoute("POST", "/v1/nodes/batch-get"),
+        request=node_batch_schemas.NodeBatchRequest,
+        response=node_batch_schemas.NodeBatchResponse,
     ),
 )
 

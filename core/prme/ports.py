@@ -186,6 +186,23 @@ class Ledger(Protocol):
         """Records whose id starts with `id_prefix`, in id order, after the full id `after_id`."""
         ...
 
+    def list_journal_of_subject(
+        self,
+        owner: OwnerKey,
+        id_prefix: str,
+        subject_id: str,
+        *,
+        after_id: str | None,
+        limit: int,
+        scan_limit: int,
+    ) -> tuple[list[JournalRecord], str | None]:
+        """Up to `limit` records whose id starts with `id_prefix` and whose subject is
+        `subject_id`, in id order after the full id `after_id`, and the full id to go on after:
+        None when no such record follows, else one may. A ledger that cannot look records up by subject
+        reads at most `scan_limit` records a call, so its page may be short, even empty,
+        while more follow. A record that cannot be loaded names no subject: it is skipped."""
+        ...
+
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         """Every node of one owner (a complete scan over all pages), optionally of one type."""
         ...

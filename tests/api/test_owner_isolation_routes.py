@@ -182,6 +182,11 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/retrievals/{request_id}/context"): Case("query", foreign=True),
     ("GET", "/v1/retrievals"): Case("query"),
     ("GET", "/v1/nodes/{node_id}/retrievals"): Case("query", foreign=True),
+    # Answers 200 with the ids it was given listed as missing, so bob's ids in the body would
+    # read as a leak here: tests/api/test_node_batch_route.py names bob's ids to it instead.
+    ("POST", "/v1/nodes/batch-get"): Case(
+        "body", lambda _: {"node_ids": ["0b8f6a52-4c1e-4c2d-9a57-2f1d7e9c3b10"]}
+    ),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every

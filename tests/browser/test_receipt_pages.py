@@ -15,7 +15,14 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.harness.browser import Inspector, assert_accessible, screenshot, sign_in, tab_to
+from tests.harness.browser import (
+    Inspector,
+    assert_accessible,
+    owner_key,
+    screenshot,
+    sign_in,
+    tab_to,
+)
 
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 
@@ -359,3 +366,41 @@ def test_markup_in_memories_and_queries_shows_as_text(
     )
     assert page.locator("main script, main img").count() == 0
     assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_a_receipt_of_many_candidates_reads_their_memories_in_one_request(
+    page: Page, inspector: Inspector
+) -> None:
+    # An owner of its own: thirty more memories would be candidates of the other tests'
+    # retrievals on the shared server, and lengthen their pages.
+    key = owner_key(inspector.server, f"many-candidates-{uuid4().hex[:8]}")
+    with inspector.api(key) as api:
+        node_ids = _seed(api, "wader", [("Ann", f"Wader sighting number {i}") for i in range(30)])
+        request_id = _retrieve(api, query="wader sighting", limit=3)
+        candidates = [c["node_id"] for c in _receipt(api, request_id)["candidates"]]
+    assert len(candidates) >= 25, "the receipt needs many candidates"
+    sign_in(page, inspector, key=key)
+    api_requests: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            api_requests.append(f"{request.method} {request.url}")
+            if "/v1/" in request.url
+            else None
+        ),
+    )
+
+    _open_receipt(page, inspector, request_id)
+    expect(page.get_by_test_id("recorded")).to_contain_text("No relevance judgment")
+    last = next(n for n in reversed(candidates) if n in node_ids)
+    expect(page.locator(f'span.candidate[data-node-id="{last}"]')).to_contain_text(
+        "Wader sighting number"
+    )
+
+    batch_reads = [r for r in api_requests if r.startswith("POST ") and "/v1/nodes/batch-get" in r]
+    one_node_reads = [r for r in api_requests if re.search(r"GET \S*/v1/nodes/[0-9a-f-]{36}", r)]
+    assert len(batch_reads) == 1, api_requests
+    assert one_node_reads == []
+    # The receipt, its context, the memories, and this retrieval's judgments and citations.
+    assert len(api_requests) <= 6, api_requests
+    assert all("request_id=" in r for r in api_requests if "/v1/relevance" in r), api_requests

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from prme.engine.deps import EngineDeps
-from prme.engine.journal import list_journal, read_journal
+from prme.engine.journal import list_journal, list_journal_of_subject, read_journal
 from prme.engine.reads import get_receipt, get_receipt_record
 from prme.errors import BadRequestError, ConflictError, InvalidRequestError, NotFoundError
 from prme.model.bindings import (
@@ -38,6 +38,9 @@ from prme.retrieval.value_bindings import bindings_from_metadata, resolve_tool_a
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
+# Most records of one kind a listing of one retrieval's records reads per call on a ledger
+# that cannot look them up by retrieval (DynamoDB); the embedded ledger reads only those.
+SUBJECT_SCAN_LIMIT = 2000
 
 _Record = TypeVar("_Record", RelevanceRecord, AnswerCitationRecord)
 _Page = TypeVar("_Page", RelevancePage, AnswerCitationPage)
@@ -156,9 +159,22 @@ def get_relevance(deps: EngineDeps, owner: OwnerKey, feedback_id: str) -> Releva
 
 
 def list_relevance(
-    deps: EngineDeps, owner: OwnerKey, *, limit: int = DEFAULT_PAGE, after_id: str | None = None
+    deps: EngineDeps,
+    owner: OwnerKey,
+    *,
+    limit: int = DEFAULT_PAGE,
+    after_id: str | None = None,
+    request_id: str | None = None,
 ) -> RelevancePage:
-    return _page(deps, owner, RELEVANCE, RelevancePage, limit=limit, after_id=after_id)
+    return _page(
+        deps,
+        owner,
+        RELEVANCE,
+        RelevancePage,
+        limit=limit,
+        after_id=after_id,
+        request_id=request_id,
+    )
 
 
 # -- answer citations --------------------------------------------------------------------
@@ -234,9 +250,22 @@ def get_answer_citations(
 
 
 def list_answer_citations(
-    deps: EngineDeps, owner: OwnerKey, *, limit: int = DEFAULT_PAGE, after_id: str | None = None
+    deps: EngineDeps,
+    owner: OwnerKey,
+    *,
+    limit: int = DEFAULT_PAGE,
+    after_id: str | None = None,
+    request_id: str | None = None,
 ) -> AnswerCitationPage:
-    return _page(deps, owner, CITATIONS, AnswerCitationPage, limit=limit, after_id=after_id)
+    return _page(
+        deps,
+        owner,
+        CITATIONS,
+        AnswerCitationPage,
+        limit=limit,
+        after_id=after_id,
+        request_id=request_id,
+    )
 
 
 # -- receipt replay ----------------------------------------------------------------------
@@ -294,6 +323,16 @@ def _exposes(
 # -- shared journal plumbing -------------------------------------------------------------
 
 
+def _request_id(value: str) -> str:
+    """A retrieval's request id as receipts name it; refused as the HTTP query refuses it."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise InvalidRequestError(
+            "request_id: Input should be a valid UUID", field=("request_id",)
+        ) from None
+
+
 def _read(
     deps: EngineDeps, owner: OwnerKey, kind: _Collection[_Record], record_id: str
 ) -> _Record | None:
@@ -346,10 +385,27 @@ def _page(
     *,
     limit: int,
     after_id: str | None,
+    request_id: str | None = None,
 ) -> _Page:
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidRequestError(f"limit must be 1 to {MAX_PAGE}", field=("limit",))
     cursor = kind.prefix + after_id if after_id is not None else None
+    if request_id is not None:
+        # Journaled with the retrieval's request id as their subject.
+        found, next_full = list_journal_of_subject(
+            deps,
+            owner,
+            kind.prefix,
+            _request_id(request_id),
+            after_id=cursor,
+            limit=limit,
+            scan_limit=SUBJECT_SCAN_LIMIT,
+        )
+        items = [
+            kind.model.model_validate(r.payload) for r in found if r.operation == kind.operation
+        ]
+        next_id = next_full.removeprefix(kind.prefix) if next_full is not None else None
+        return page_model(items=items, next_after_id=next_id)
     # One record more than the page: the cursor is null exactly when nothing follows.
     records = list_journal(deps, owner, kind.prefix, after_id=cursor, limit=limit + 1)
     page, more = records[:limit], len(records) > limit

@@ -47,3 +47,30 @@ def list_journal(
         check_intact(record, owner, record.id)
         previous = record.id
     return records
+
+
+def list_journal_of_subject(
+    deps: EngineDeps,
+    owner: OwnerKey,
+    id_prefix: str,
+    subject_id: str,
+    *,
+    after_id: str | None,
+    limit: int,
+    scan_limit: int,
+) -> tuple[list[JournalRecord], str | None]:
+    """One page of one subject's records and where to go on, checked as `list_journal` checks
+    a page, and each for its subject."""
+    records, next_after = deps.ledger.list_journal_of_subject(
+        owner, id_prefix, subject_id, after_id=after_id, limit=limit, scan_limit=scan_limit
+    )
+    previous = after_id
+    for record in records:
+        in_order = previous is None or record.id > previous
+        if not in_order or not record.id.startswith(id_prefix):
+            raise JournalIntegrityError()
+        check_intact(record, owner, record.id)
+        if record.subject_id != subject_id:
+            raise JournalIntegrityError()
+        previous = record.id
+    return records, next_after

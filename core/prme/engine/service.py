@@ -22,6 +22,7 @@ from prme.engine import (
     lifecycle,
     manage,
     metering,
+    node_batch,
     organizer,
     portability,
     quantities,
@@ -81,6 +82,7 @@ from prme.model.inputs import (
     StoreInput,
 )
 from prme.model.limits import LimitsReport
+from prme.model.node_batch import NodeBatch
 from prme.model.organizer import OrganizeInput, OrganizeReport, OrganizerPass
 from prme.model.portability import ExportPage, ImportBatch, ImportReport
 from prme.model.quantities import (
@@ -163,6 +165,9 @@ class MemoryEngine:
 
     def get_node(self, owner: OwnerKey, node_id: str) -> MemoryNode:
         return reads.get_node(self.deps, owner, node_id)
+
+    def get_nodes(self, owner: OwnerKey, node_ids: Sequence[str]) -> NodeBatch:
+        return node_batch.get_nodes(self.deps, owner, node_ids)
 
     # -- managing stored memory (engine/manage.py) --
 
@@ -301,9 +306,16 @@ class MemoryEngine:
         return feedback.get_relevance(self.deps, owner, feedback_id)
 
     def list_relevance(
-        self, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+        self,
+        owner: OwnerKey,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
     ) -> RelevancePage:
-        return feedback.list_relevance(self.deps, owner, limit=limit, after_id=after_id)
+        return feedback.list_relevance(
+            self.deps, owner, limit=limit, after_id=after_id, request_id=request_id
+        )
 
     def record_answer_citations(
         self, owner: OwnerKey, request: AnswerCitationInput
@@ -314,9 +326,16 @@ class MemoryEngine:
         return feedback.get_answer_citations(self.deps, owner, citation_id)
 
     def list_answer_citations(
-        self, owner: OwnerKey, *, limit: int = 100, after_id: str | None = None
+        self,
+        owner: OwnerKey,
+        *,
+        limit: int = 100,
+        after_id: str | None = None,
+        request_id: str | None = None,
     ) -> AnswerCitationPage:
-        return feedback.list_answer_citations(self.deps, owner, limit=limit, after_id=after_id)
+        return feedback.list_answer_citations(
+            self.deps, owner, limit=limit, after_id=after_id, request_id=request_id
+        )
 
     def replay_retrieval(self, owner: OwnerKey, request_id: str) -> ReplayReport:
         return feedback.replay_receipt(self.deps, owner, request_id)

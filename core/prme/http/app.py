@@ -21,6 +21,7 @@ from prme.http import (
     routes_keys,
     routes_limits,
     routes_manage,
+    routes_node_batch,
     routes_portability,
     routes_quantities,
     routes_receipt_listing,
@@ -123,6 +124,7 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     routes_assertions.register(app, engine)
     routes_caller.register(app, engine)
     routes_receipt_listing.register(app, engine)
+    routes_node_batch.register(app, engine)
     # MCP over streamable HTTP, with the same bearer keys (issue 7).
     mcp = LazyMcpEndpoint(
         engine,

@@ -2,7 +2,8 @@
 
 A `READ_ONE` operation takes the path id and `user_id`; a `MOVE_ONE` operation adds an
 `Idempotency-Key`; a `WRITE_BODY` operation takes its request body (and the key, when its route
-says so); a `LIST_PAGE` operation takes `limit` and `after_id`. Each resolves the owner, calls
+says so); a `LIST_PAGE` operation takes `limit`, `after_id` and the `request_id` of the
+retrieval its records are about. Each resolves the owner, calls
 the engine method of the operation's name and returns its result through the response model
 (`prme.operations.presented`).
 """
@@ -47,6 +48,10 @@ def register(app: FastAPI, engine: MemoryEngine) -> None:
 PageLimit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Records per page")]
 AfterId = Annotated[
     UUID | None, Query(description="The last id of the previous page; pages sort by UUID")
+]
+OfRetrieval = Annotated[
+    UUID | None,
+    Query(description="Only the records about this retrieval (its metrics.request_id)"),
 ]
 
 
@@ -134,10 +139,18 @@ def _list_page(app: FastAPI, engine: MemoryEngine, operation: Operation) -> None
     call = getattr(engine, operation.engine_method)
 
     def endpoint(
-        caller: Principal, limit: int, after_id: UUID | None = None, user_id: str | None = None
+        caller: Principal,
+        limit: int,
+        after_id: UUID | None = None,
+        request_id: UUID | None = None,
+        user_id: str | None = None,
     ) -> Any:
-        cursor = str(after_id) if after_id is not None else None
-        result = call(resolve_owner(caller, user_id), limit=limit, after_id=cursor)
+        result = call(
+            resolve_owner(caller, user_id),
+            limit=limit,
+            after_id=str(after_id) if after_id is not None else None,
+            request_id=str(request_id) if request_id is not None else None,
+        )
         return presented(operation.response, result)
 
     _with_signature(
@@ -145,6 +158,7 @@ def _list_page(app: FastAPI, engine: MemoryEngine, operation: Operation) -> None
         _parameter("caller", Caller),
         _parameter("limit", PageLimit, DEFAULT_PAGE),
         _parameter("after_id", AfterId, None),
+        _parameter("request_id", OfRetrieval, None),
         _parameter("user_id", UserIdQuery, None),
     )
     served(app, operation.name)(endpoint)

@@ -70,6 +70,8 @@ _ById = TypeVar("_ById", Event, MemoryNode)
 
 PK, SK = resources.PARTITION_KEY, resources.SORT_KEY
 _BATCH_GET_KEYS = 100  # BatchGetItem's limit per request
+# Journal records read per Query while looking for one subject's records.
+_SUBJECT_SCAN_CHUNK = 500
 _THROTTLE_CODES = frozenset(
     {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
 )
@@ -1125,6 +1127,35 @@ class DynamoDbLedger:
             if item[SK]["S"].startswith(prefix) and (cursor is None or item[SK]["S"] > cursor)
         ][:limit]
         return load_journal_page(owner, map(_stored, in_page))
+
+    def list_journal_of_subject(
+        self,
+        owner: OwnerKey,
+        id_prefix: str,
+        subject_id: str,
+        *,
+        after_id: str | None,
+        limit: int,
+        scan_limit: int,
+    ) -> tuple[list[JournalRecord], str | None]:
+        # The subject is inside the packed body, and no index holds it: read the prefix's
+        # records in key order, at most scan_limit of them, and keep the subject's. The
+        # cursor is the last record read, so the next call goes on where this one stopped.
+        found: list[JournalRecord] = []
+        cursor, read = after_id, 0
+        while read < scan_limit:
+            chunk = min(_SUBJECT_SCAN_CHUNK, scan_limit - read)
+            records = self.list_journal(owner, id_prefix, after_id=cursor, limit=chunk)
+            for record in records:
+                read += 1
+                cursor = record.id
+                if record.subject_id == subject_id:
+                    found.append(record)
+                    if len(found) == limit:
+                        return found, cursor
+            if len(records) < chunk:
+                return found, None
+        return found, cursor
 
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         items = self._query_prefix(_pk_of(owner), "NODE#")

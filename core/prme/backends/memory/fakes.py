@@ -331,6 +331,22 @@ class InMemoryLedger:
             )
         return found[:limit]
 
+    def list_journal_of_subject(
+        self,
+        owner: OwnerKey,
+        id_prefix: str,
+        subject_id: str,
+        *,
+        after_id: str | None,
+        limit: int,
+        scan_limit: int,
+    ) -> tuple[list[JournalRecord], str | None]:
+        del scan_limit  # every record is at hand: the page is exact
+        records = self.list_journal(owner, id_prefix, after_id=after_id, limit=len(self.journal))
+        found = [r for r in records if r.subject_id == subject_id]
+        page = found[:limit]
+        return page, (page[-1].id if len(found) > limit else None)
+
     def list_nodes(self, owner: OwnerKey, *, node_type: NodeType | None = None) -> list[MemoryNode]:
         with self._lock:
             return sorted(
