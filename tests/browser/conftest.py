@@ -18,8 +18,11 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
         yield Inspector(server=server, owner="alice", owner_key=owner_key(server, "alice"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Browser]:
+    # Per test, not per session: Playwright's sync API keeps an asyncio loop running in this
+    # thread while it is started, and the handlers other tests on the same worker run through
+    # Mangum need to run their own loop.
     with launched_browser() as launched:
         yield launched
 
