@@ -6,6 +6,7 @@ the own embedding of the previous record of the same session (`session_predecess
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -513,3 +514,27 @@ def test_recent_writes_are_bounded_and_ordered() -> None:
     found = recent.latest_before(ALICE, "s1", int(at(5).timestamp() * 1000))
     assert found is not None and found.node_id == "b"
     assert recent.latest_before(ALICE, "s1", int(at(1).timestamp() * 1000)) is None
+
+
+def test_fast_ingest_turns_without_times_keep_the_order_they_were_sent_in(
+    build: Callable[[float], Harness],
+) -> None:
+    # No event_time: each turn's time is when it was recorded, and one batch is recorded at
+    # once. The order the turns were sent in must still be their order (for session
+    # neighbours and for each turn's predecessor), whatever order the work runs in.
+    h = build(W)
+    turns = [QUESTION, REPLY, "Which piece did you make?", "The blue bowl, it leaks."]
+    result = h.engine.ingest_fast(
+        ALICE,
+        FastIngestInput.model_validate(
+            {"items": [{"content": t, "session_id": "s1", "speaker": "Ana"} for t in turns]}
+        ),
+    )
+    assert h.engine.process_materializations(ALICE).processed == len(turns)
+    nodes = [h.engine.get_event_nodes(ALICE, event_id)[0] for event_id in result.event_ids]
+
+    times = [node.effective_time for node in nodes]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert_indexed_as(h, nodes[0], own(h, nodes[0]))
+    for earlier, later in itertools.pairwise(nodes):
+        assert_indexed_as(h, later, mixed(own(h, later), own(h, earlier)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from prme.engine.deps import EngineDeps
@@ -45,7 +46,14 @@ def build_ingest_commit(
     idempotency: tuple[str, str] | None = None,
 ) -> IngestCommit:
     now = deps.clock.now()
-    events = tuple(new_event(deps, owner, item, now=now) for item in request.items)
+    # One batch is recorded at once, yet its items were said in order: each is recorded a
+    # microsecond after the one before, so a turn without an event_time keeps its place in
+    # its session (its time is when it was recorded) and its work runs in that order.
+    recorded = [now + timedelta(microseconds=i) for i in range(len(request.items))]
+    events = tuple(
+        new_event(deps, owner, item, now=at)
+        for item, at in zip(request.items, recorded, strict=True)
+    )
     work = tuple(
         WorkItem.queued(
             WorkKind.MATERIALIZE_EVENT,
@@ -54,7 +62,7 @@ def build_ingest_commit(
             event_id=event.id,
             # The node id is chosen now so that any number of passes build the same node.
             node_id=deps.ids(),
-            now=now,
+            now=event.ingested_at,
         )
         for event in events
     )

@@ -134,7 +134,10 @@ def _target(
     already = deps.ledger.get_node(owner, item.node_id)
     if already is not None:
         return Target(item, already)
-    node = node_from_event(deps, event, node_id=item.node_id, now=deps.clock.now())
+    # Recorded when its source was, as a stored memory is: a node's time (without an
+    # event_time) orders it in its session, and the order work happens to run in, or the
+    # function instance that runs it, must not change that order.
+    node = node_from_event(deps, event, node_id=item.node_id, now=event.ingested_at)
     return Target(item, node, new=True)
 
 
