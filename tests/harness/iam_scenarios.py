@@ -172,6 +172,20 @@ def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
     # A caller may run the pass itself: it closes the work item in the API function.
     status, report = api_call(key, "/v1/materializations/process", {})
     assert (status, report["processed"], report["failed"]) == (200, 1, 0), report
+    # The inspector's reads under the same role: who the key is, the receipt listing (its
+    # own partition), a receipt's rebuilt context, the receipts that ranked a memory, and the
+    # batch read of memories (BatchGetItem).
+    status, me = api_call(key, "/v1/me")
+    assert (status, me["role"]) == (200, "owner"), me
+    status, listed = api_call(key, "/v1/retrievals")
+    assert status == 200 and listed["retrievals"], listed
+    request_id = listed["retrievals"][0]["request_id"]
+    status, context = api_call(key, f"/v1/retrievals/{request_id}/context")
+    assert (status, context["matches"]) == (200, True), context
+    status, ranked = api_call(key, f"/v1/nodes/{stored['node_id']}/retrievals")
+    assert status == 200 and ranked["retrievals"], ranked
+    status, batch = api_call(key, "/v1/nodes/batch-get", {"node_ids": [stored["node_id"]]})
+    assert (status, [n["id"] for n in batch["items"]]) == (200, [stored["node_id"]]), batch
     # Deleting one memory: ledger items in a transaction of Deletes, then index documents.
     path = f"/v1/events/{stored['event_id']}"
     status, deleted = api_call(key, path, method="DELETE")
