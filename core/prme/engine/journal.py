@@ -39,6 +39,14 @@ def list_journal(
     Ledgers return records in the order of their keys; a record whose body names another
     id than its key (two records swapped) breaks the strict id order or leaves the prefix."""
     records = deps.ledger.list_journal(owner, id_prefix, after_id=after_id, limit=limit)
+    _check_page(records, owner, id_prefix, after_id)
+    return records
+
+
+def _check_page(
+    records: list[JournalRecord], owner: OwnerKey, id_prefix: str, after_id: str | None
+) -> None:
+    """Each record intact, under the prefix, and in strict id order after `after_id`."""
     previous = after_id
     for record in records:
         in_order = previous is None or record.id > previous
@@ -46,7 +54,6 @@ def list_journal(
             raise JournalIntegrityError()
         check_intact(record, owner, record.id)
         previous = record.id
-    return records
 
 
 def list_journal_of_subject(
@@ -64,13 +71,7 @@ def list_journal_of_subject(
     records, next_after = deps.ledger.list_journal_of_subject(
         owner, id_prefix, subject_id, after_id=after_id, limit=limit, scan_limit=scan_limit
     )
-    previous = after_id
-    for record in records:
-        in_order = previous is None or record.id > previous
-        if not in_order or not record.id.startswith(id_prefix):
-            raise JournalIntegrityError()
-        check_intact(record, owner, record.id)
-        if record.subject_id != subject_id:
-            raise JournalIntegrityError()
-        previous = record.id
+    _check_page(records, owner, id_prefix, after_id)
+    if any(record.subject_id != subject_id for record in records):
+        raise JournalIntegrityError()
     return records, next_after
