@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page
 
@@ -31,3 +32,11 @@ def browser() -> Iterator[Browser]:
 def page(browser: Browser, inspector: Inspector) -> Iterator[Page]:
     with watched_page(browser, inspector.server.url) as opened:
         yield opened
+
+
+@pytest.fixture
+def api(inspector: Inspector) -> Iterator[httpx.Client]:
+    """The API as the shared owner the `inspector` signs in as, to seed memories and read
+    what a page shows."""
+    with inspector.api(inspector.owner_key) as client:
+        yield client

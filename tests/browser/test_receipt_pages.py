@@ -6,13 +6,11 @@ that matches, and judgments and citations recorded from the page."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import httpx
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.harness.browser import (
@@ -25,13 +23,6 @@ from tests.harness.browser import (
 )
 
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
-
-
-@pytest.fixture
-def api(inspector: Inspector) -> Iterator[httpx.Client]:
-    """The API as the signed-in owner, to seed memories and read what the page shows."""
-    with inspector.api(inspector.owner_key) as client:
-        yield client
 
 
 def _seed(api: httpx.Client, marker: str, lines: list[tuple[str, str]]) -> list[str]:

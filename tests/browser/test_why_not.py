@@ -6,14 +6,12 @@ narrows the candidates; a memory's page runs a question and lands on the focused
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 from uuid import uuid4
 
 import httpx
-import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.harness.browser import (
@@ -26,13 +24,6 @@ from tests.harness.browser import (
 )
 
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
-
-
-@pytest.fixture
-def api(inspector: Inspector) -> Iterator[httpx.Client]:
-    """The API as the signed-in owner, to seed memories and read what the page shows."""
-    with inspector.api(inspector.owner_key) as client:
-        yield client
 
 
 def _store(api: httpx.Client, content: str, session: str, **extra: Any) -> str:
