@@ -37,6 +37,11 @@ class FusionConfig(BaseModel):
 
     fusion: str = Field(default="rrf", description="The fusion method: reciprocal rank fusion")
     rrf_k: int = Field(default=60, description="k of 1/(k + rank), summed over channels")
+    channel_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="Multiplier of each search channel's 1/(k + rank) term, by channel name; a "
+        "channel not named counts 1 (empty in receipts saved before learned weights)",
+    )
     recency_boost: float = Field(
         default=0.25,
         description="When current_state is true, the newest candidate gains this share of its "
@@ -181,13 +186,17 @@ def enabled_steps(config: FusionConfig) -> list[FusionStep]:
 
 
 def fuse(candidates: Sequence[FusionInput], config: FusionConfig) -> list[FusedCandidate]:
-    """Score and order candidates: sum of 1/(k + rank) over channels, then the enabled steps."""
+    """Score and order candidates: sum of w/(k + rank) over channels (w the channel's weight,
+    1 unless the config names it), then the enabled steps."""
+    weights = config.channel_weights
     fused = [
         FusedCandidate(
             node_id=c.node_id,
             ranks=dict(c.ranks),
             time=c.time,
-            rrf_terms={ch: 1.0 / (config.rrf_k + rank) for ch, rank in c.ranks.items()},
+            rrf_terms={
+                ch: weights.get(ch, 1.0) / (config.rrf_k + rank) for ch, rank in c.ranks.items()
+            },
             score=0.0,
             features=dict(c.features),
             session=c.session,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -203,14 +204,19 @@ class RetrievalReceipt(BaseModel):
             return cls.model_validate(expand_payload(payload))
         return cls.model_validate(payload)
 
-    def replay_ranking(self) -> list[str]:
-        """Recompute the fused order of every candidate from the saved ranks and config alone."""
-        inputs = [
+    def fusion_inputs(self) -> list[FusionInput]:
+        """The fused candidates as fusion saw them, in saved order (session-context records,
+        which were not fused, left out)."""
+        return [
             FusionInput(c.node_id, c.ranks, c.time, c.features, c.session_id)
             for c in self.candidates
             if c.context_of is None
         ]
-        return [c.node_id for c in fuse(inputs, self.config.fusion)]
+
+    def replay_ranking(self, fusion: FusionConfig | None = None) -> list[str]:
+        """Recompute the fused order of every candidate from the saved ranks and config alone;
+        with `fusion`, the order those settings give the same candidates instead."""
+        return rank_candidates(self.fusion_inputs(), fusion or self.config.fusion)
 
     def saved_ranking(self) -> list[str]:
         """The order the fused candidates were saved in (the live fused order); records
@@ -219,6 +225,12 @@ class RetrievalReceipt(BaseModel):
 
     def replay_matches(self) -> bool:
         return self.replay_ranking() == self.saved_ranking()
+
+
+def rank_candidates(inputs: Sequence[FusionInput], fusion: FusionConfig) -> list[str]:
+    """The node ids of saved candidates in the order `fusion` ranks them: what a replay
+    computes, and what an offline evaluation of other settings computes."""
+    return [c.node_id for c in fuse(inputs, fusion)]
 
 
 def stored_receipt_payload(full: dict[str, Any]) -> dict[str, Any]:
