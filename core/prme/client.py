@@ -38,7 +38,14 @@ from prme.engine.manage import DEFAULT_PAGE as DEFAULT_LIST_PAGE
 from prme.engine.reindex import ReindexProgress, ReindexReport
 from prme.errors import InvalidRequestError, require_input_policy
 from prme.export_files import ImportTotals, TransferProgress, read_export, write_export
-from prme.http import assertion_schemas, conflict_schemas, graph_schemas, judgment_schemas, schemas
+from prme.http import (
+    assertion_schemas,
+    conflict_schemas,
+    graph_schemas,
+    judgment_schemas,
+    learning_schemas,
+    schemas,
+)
 from prme.http.node_batch_schemas import NodeBatchRequest, NodeBatchResponse
 from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.receipt_listing_schemas import NodeRetrievalsQuery, RetrievalListQuery
@@ -47,6 +54,7 @@ from prme.model import (
     erasure,
     feedback,
     imports,
+    learning,
     listings,
     portability,
     quantities,
@@ -56,6 +64,7 @@ from prme.model import (
 from prme.model.bindings import MemoryValueBinding, ToolArgumentResolution
 from prme.model.caller import CallerIdentity
 from prme.model.conditions import ConditionInput
+from prme.model.enums import Scope
 from prme.model.extraction import SavedExtraction
 from prme.model.graph import DEFAULT_MAX_HOPS, DEFAULT_OPERATION_LIMIT
 from prme.model.inputs import RetrieveInput
@@ -555,6 +564,20 @@ class _Calls:
     ) -> Call[feedback.RelevanceRecord]:
         body = _from_arguments(judgment_schemas.RelevanceRequest, locals())
         return Call("record_relevance", user_id, body=body)
+
+    def evaluate_learning(
+        self,
+        *,
+        scopes: Sequence[Scope | str] | None = None,
+        holdout_share: float = learning.DEFAULT_HOLDOUT_SHARE,
+        max_records: int = learning.DEFAULT_MAX_RECORDS,
+        user_id: str | None = None,
+    ) -> Call[learning.LearningEvaluation]:
+        body = _from_arguments(
+            learning_schemas.LearningEvaluationRequest,
+            {**locals(), "scopes": None if scopes is None else list(scopes)},
+        )
+        return Call("evaluate_learning", user_id, body=body)
 
     def get_relevance(
         self, feedback_id: str, *, user_id: str | None = None
@@ -1147,6 +1170,7 @@ class MemoryClient:
     mark_contradiction = _blocking(_Calls.mark_contradiction)
     resolve_contradiction = _blocking(_Calls.resolve_contradiction)
     record_relevance = _blocking(_Calls.record_relevance)
+    evaluate_learning = _blocking(_Calls.evaluate_learning)
     get_relevance = _blocking(_Calls.get_relevance)
     list_relevance = _blocking(_Calls.list_relevance)
     record_answer_citations = _blocking(_Calls.record_answer_citations)
@@ -1307,6 +1331,7 @@ class AsyncMemoryClient:
     mark_contradiction = _awaitable(_Calls.mark_contradiction)
     resolve_contradiction = _awaitable(_Calls.resolve_contradiction)
     record_relevance = _awaitable(_Calls.record_relevance)
+    evaluate_learning = _awaitable(_Calls.evaluate_learning)
     get_relevance = _awaitable(_Calls.get_relevance)
     list_relevance = _awaitable(_Calls.list_relevance)
     record_answer_citations = _awaitable(_Calls.record_answer_citations)

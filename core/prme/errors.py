@@ -96,6 +96,13 @@ class BadRequestError(PrmeError):
     default_detail = "Bad request"
 
 
+class NotEnoughJudgmentsError(BadRequestError):
+    """Too few of the owner's judged retrievals (in scope, with a kept receipt and a node
+    judged relevant among their candidates) to fit ranking weights and hold some out."""
+
+    default_detail = "Not enough judged retrievals to learn from"
+
+
 class AuthenticationError(PrmeError):
     """Missing, unknown or revoked credential (HTTP 401)."""
 

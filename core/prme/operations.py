@@ -27,6 +27,7 @@ from prme.http import (
     conflict_schemas,
     graph_schemas,
     judgment_schemas,
+    learning_schemas,
     node_batch_schemas,
     organizer_schemas,
     schemas,
@@ -40,6 +41,7 @@ from prme.model import (
     feedback,
     imports,
     inputs,
+    learning,
     listings,
     organizer,
     portability,
@@ -68,6 +70,7 @@ class Capability(StrEnum):
     USAGE = "usage"
     GRAPH = "graph"
     ASSERTIONS = "assertions"
+    LEARNING = "learning"
 
 
 CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
@@ -85,6 +88,8 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.USAGE: "Metered usage of the operator's tenant, summed per period and kind.",
     Capability.GRAPH: "A node's evidence and operation history, neighborhood and supersedence.",
     Capability.ASSERTIONS: "Exact counts of extracted assertions, and the state of a fact over time.",
+    Capability.LEARNING: "Ranking weights learned from judgments and citations, evaluated on "
+    "judged retrievals held out.",
 }
 
 
@@ -781,6 +786,31 @@ OPERATIONS: tuple[Operation, ...] = (
         request=None,
         response=feedback.AnswerCitationRecord,
         shape=Shape.READ_ONE,
+    ),
+    # -- learning from feedback (issue 22) --
+    Operation(
+        "evaluate_learning",
+        Capability.LEARNING,
+        "Learn ranking weights and evaluate them on a holdout",
+        "Fit fused-ranking weights (channel weights, rrf_k and the boosts) to the owner's "
+        "judged retrievals: nodes judged relevant or cited in an answer should rank first "
+        "(NDCG@10). A share of the judged retrievals, chosen by a hash of each request id, is "
+        "held out of the fit; the answer gives the metric of the baseline and of the proposal "
+        "on both parts, and recommends the proposal only when it gains on the holdout without "
+        "losing on the training set. Reads saved receipts only; nothing is written or "
+        "activated.",
+        http=HttpRoute(
+            "POST",
+            "/v1/learning/evaluate",
+            extra_errors={
+                400: "Too few judged retrievals to fit and hold out (error not_enough_judgments)"
+            },
+        ),
+        mcp=McpTool("memory_evaluate_learning", read_only=True),
+        request=learning_schemas.LearningEvaluationRequest,
+        response=learning.LearningEvaluation,
+        engine_input=learning.LearningInput,
+        shape=Shape.WRITE_BODY,
     ),
     # -- aliases --
     Operation(

@@ -61,6 +61,7 @@ FULL_TOOLS = {
     "memory_get_assertion_state",
     "memory_get_event_extraction",
     "memory_organize",
+    "memory_evaluate_learning",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {

@@ -187,6 +187,8 @@ ROUTES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/nodes/batch-get"): Case(
         "body", lambda _: {"node_ids": ["0b8f6a52-4c1e-4c2d-9a57-2f1d7e9c3b10"]}
     ),
+    # Alice has judged nothing: bob's judgments must not make up her count (400, not enough).
+    ("POST", "/v1/learning/evaluate"): Case("body", _no_body, success=400),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -249,6 +251,7 @@ TOOLS: dict[str, Case] = {
     "memory_get_assertion_state": Case("body", lambda _: {"subject": "Bob", "predicate": "likes"}),
     "memory_get_event_extraction": Case("body", lambda b: {"event_id": b.event_id}, foreign=True),
     "memory_organize": Case("body", lambda _: {"budget_ms": 2000}),
+    "memory_evaluate_learning": Case("body", _no_body, success=400),
 }
 
 
@@ -402,7 +405,7 @@ def test_no_mcp_tool_lets_an_owner_key_reach_another_owner(api: Api) -> None:
             failures.append(f"{name} naming bob: {named}")
         own = call_tool(engine, name, case.body(bob))
         status = own.get("error", {}).get("status") if own["is_error"] else 200
-        expected = 404 if case.foreign else 200
+        expected = 404 if case.foreign else case.success
         if status != expected:
             failures.append(f"{name} as alice: {status}, not {expected}")
         if leaks := leaked(bob, json.dumps(own)):

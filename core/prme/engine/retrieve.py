@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from prme.engine.config import EngineConfig
 from prme.engine.contradiction_links import contradicted_by
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
@@ -24,6 +25,7 @@ from prme.model.enums import (
 )
 from prme.model.extraction import states_current_value
 from prme.model.inputs import RetrieveInput
+from prme.model.learning import RankingWeights
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, MemoryNode, OwnerKey
 from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
@@ -70,6 +72,7 @@ from prme.retrieval.update_wording import (
     worded_as_correction,
 )
 from prme.retrieval.value_bindings import bindings_from_metadata, visible_bindings
+from prme.retrieval.weight_fit import apply_weights
 
 VECTOR_FAILURE = "VECTOR"
 # Shares of what is left of the request's deadline: a hung embedder costs the vector channel
@@ -189,15 +192,41 @@ def _named_entities(nodes: Mapping[str, MemoryNode]) -> set[str]:
     return names_mentioned(entities, records)
 
 
+def fusion_config_for(
+    config: EngineConfig, query: str, ranking_weights: RankingWeights | None = None
+) -> FusionConfig:
+    """The fusion settings of a retrieval of `query`: the engine's scoring settings, with
+    what `ranking_weights` overrides."""
+    fusion_config = FusionConfig(
+        rrf_k=config.scoring.rrf_k,
+        recency_boost=config.scoring.rrf_recency_boost,
+        tie_break=config.scoring.rrf_tie_break,
+        current_state=asks_for_current_state(query),
+        speaker_boost=config.scoring.speaker_boost,
+        time_mention_boost=config.scoring.time_mention_boost,
+        session_neighbour_weight=config.scoring.session_neighbour_weight,
+        session_neighbour_span=config.scoring.session_neighbour_span,
+        current_value_boost=config.scoring.current_value_boost,
+        correction_boost=config.scoring.correction_boost,
+        current_state_entities_last=config.scoring.current_state_entities_last,
+    )
+    if ranking_weights is None:
+        return fusion_config
+    return apply_weights(fusion_config, ranking_weights)
+
+
 def retrieve_memories(
     deps: EngineDeps,
     owner: OwnerKey,
     request: RetrieveInput,
     *,
     response_budget: ResponseBudget | None = None,
+    ranking_weights: RankingWeights | None = None,
 ) -> RetrievalResponse:
     """Rank, select and pack; with `response_budget`, the records a surface sends are cut (in
-    rank order) to what its response can carry, and the response says how many were left out."""
+    rank order) to what its response can carry, and the response says how many were left out.
+    `ranking_weights` override fused-ranking settings (an engine-level parameter for
+    evaluations; the receipt saves the settings used, so it replays with them)."""
     started = time.perf_counter()
     config = deps.config
     now = deps.clock.now()
@@ -220,19 +249,7 @@ def retrieve_memories(
     candidates = gather_candidates(deps, owner, request, flt, candidate_depth)
     searched = time.perf_counter()
 
-    fusion_config = FusionConfig(
-        rrf_k=config.scoring.rrf_k,
-        recency_boost=config.scoring.rrf_recency_boost,
-        tie_break=config.scoring.rrf_tie_break,
-        current_state=asks_for_current_state(request.query),
-        speaker_boost=config.scoring.speaker_boost,
-        time_mention_boost=config.scoring.time_mention_boost,
-        session_neighbour_weight=config.scoring.session_neighbour_weight,
-        session_neighbour_span=config.scoring.session_neighbour_span,
-        current_value_boost=config.scoring.current_value_boost,
-        correction_boost=config.scoring.correction_boost,
-        current_state_entities_last=config.scoring.current_state_entities_last,
-    )
+    fusion_config = fusion_config_for(config, request.query, ranking_weights)
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
     periods = mentioned_periods(request.query)

@@ -19,6 +19,7 @@ from prme.engine import (
     imports,
     ingest,
     ingest_fast,
+    learning_fit,
     lifecycle,
     manage,
     metering,
@@ -81,6 +82,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
+from prme.model.learning import LearningEvaluation, LearningInput
 from prme.model.limits import LimitsReport
 from prme.model.node_batch import NodeBatch
 from prme.model.organizer import OrganizeInput, OrganizeReport, OrganizerPass
@@ -336,6 +338,9 @@ class MemoryEngine:
         return feedback.list_answer_citations(
             self.deps, owner, limit=limit, after_id=after_id, request_id=request_id
         )
+
+    def evaluate_learning(self, owner: OwnerKey, request: LearningInput) -> LearningEvaluation:
+        return learning_fit.evaluate_learning(self.deps, owner, request)
 
     def replay_retrieval(self, owner: OwnerKey, request_id: str) -> ReplayReport:
         return feedback.replay_receipt(self.deps, owner, request_id)

@@ -64,6 +64,7 @@ from prme.http.judgment_schemas import (
     RelevanceRequest,
     ResolveToolArgumentsRequest,
 )
+from prme.http.learning_schemas import LearningEvaluationRequest
 from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.schemas import (
     FastIngestRequest,
@@ -100,6 +101,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
+from prme.model.learning import LearningInput
 from prme.model.listings import NodeFilter, SearchText
 from prme.model.organizer import (
     DEFAULT_BUDGET_MS,
@@ -477,6 +479,7 @@ def build_mcp_server(
     _graph_tools(server, engine, run)
     _assertion_tools(server, engine, run)
     _organizer_tools(server, engine, run)
+    _learning_tools(server, engine, run)
     return server
 
 
@@ -1110,6 +1113,31 @@ def _assertion_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) 
         return run(
             user_id,
             lambda owner: engine.get_assertion_state(owner, validated(AssertionStateQuery, fields)),
+        )
+
+
+def _learning_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """Ranking weights learned from the owner's judgments, evaluated on a holdout."""
+
+    @_tool(server, "memory_evaluate_learning")
+    def memory_evaluate_learning(
+        scopes: Annotated[
+            list[Scope] | None, described(LearningEvaluationRequest, "scopes")
+        ] = None,
+        holdout_share: Annotated[
+            float | None, described(LearningEvaluationRequest, "holdout_share")
+        ] = None,
+        max_records: Annotated[
+            int | None, described(LearningEvaluationRequest, "max_records")
+        ] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        fields = _present(
+            {"scopes": scopes, "holdout_share": holdout_share, "max_records": max_records}
+        )
+        return run(
+            user_id,
+            lambda owner: engine.evaluate_learning(owner, validated(LearningInput, fields)),
         )
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from prme.model.enums import Scope
+
 # The fused-ranking channels a channel weight can scale (retrieval/fusion.py rank names).
 CHANNELS: tuple[str, ...] = ("vector", "lexical")
 
@@ -52,3 +54,83 @@ class RankingWeights(BaseModel):
 
     def is_neutral(self) -> bool:
         return not self.overrides()
+
+
+# -- evaluating a proposal on held-out judgments ------------------------------------------
+
+DEFAULT_HOLDOUT_SHARE = 0.3
+DEFAULT_MAX_RECORDS = 1000
+MAX_RECORDS = 5000
+
+
+class LearningInput(BaseModel):
+    """Which of the owner's judged retrievals to learn ranking weights from, and how many to
+    hold out for the evaluation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scopes: list[Scope] | None = Field(
+        default=None,
+        min_length=1,
+        description="Learn for these scopes: only retrievals filtered to some of these scopes "
+        "(and to no other) count. Omit to learn from every judged retrieval of the owner",
+    )
+    holdout_share: float = Field(
+        default=DEFAULT_HOLDOUT_SHARE,
+        ge=0.1,
+        le=0.5,
+        description="Share of the judged retrievals held out to evaluate the proposal (chosen "
+        "by a hash of each retrieval's request id, so the split never moves)",
+    )
+    max_records: int = Field(
+        default=DEFAULT_MAX_RECORDS,
+        ge=1,
+        le=MAX_RECORDS,
+        description="Most relevance judgments, and most answer citations, read (in id order)",
+    )
+
+
+class LearningEvaluation(BaseModel):
+    """Ranking weights fitted to the owner's judged retrievals, and how they and the baseline
+    rank the retrievals held out of the fit. Nothing is saved or activated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    proposal: RankingWeights = Field(description="The weights fitted on the training retrievals")
+    baseline: RankingWeights = Field(
+        description="The weights the fit started from and is compared with (the active "
+        "profile's; neutral: the settings each retrieval was ranked with)"
+    )
+    baseline_profile_id: str | None = Field(
+        default=None, description="The active profile the baseline is, or null for neutral"
+    )
+    scopes: list[Scope] | None = Field(description="The scopes learned for (null: all)")
+    metric: str = Field(description="The ranking metric: ndcg@10 of the nodes judged relevant")
+    holdout_share: float = Field(description="The share of judged retrievals held out")
+    relevance_records: int = Field(description="Relevance judgments read")
+    citation_records: int = Field(description="Answer citations read")
+    judged_retrievals: int = Field(
+        description="Retrievals with a judgment or citation in scope whose receipt is still kept"
+    )
+    skipped_retrievals: int = Field(
+        description="Judged retrievals not used: receipt expired, out of scope, or no node "
+        "judged relevant among their fused candidates"
+    )
+    train_size: int = Field(description="Judged retrievals the weights were fitted on")
+    holdout_size: int = Field(description="Judged retrievals held out of the fit")
+    baseline_train: float = Field(description="The metric of the baseline on the training set")
+    proposal_train: float = Field(description="The metric of the proposal on the training set")
+    baseline_holdout: float = Field(description="The metric of the baseline on the holdout")
+    proposal_holdout: float = Field(description="The metric of the proposal on the holdout")
+    gain: float = Field(description="proposal_holdout - baseline_holdout")
+    recommend_margin: float = Field(
+        description="How much the proposal must gain on the holdout to be recommended"
+    )
+    recommended: bool = Field(
+        description="True when the proposal gains at least recommend_margin on the holdout "
+        "and does not lose on the training set"
+    )
+    input_checksum: str = Field(
+        description="SHA-256 hex over the request ids and receipt checksums of the judged "
+        "retrievals used (train and holdout), in id order: what the proposal was learned from"
+    )
