@@ -118,6 +118,8 @@ def test_a_receipt_saved_in_full_still_reads_and_replays(any_backend: Harness) -
     response = h.engine.retrieve(ALICE, RetrieveInput(query="coffee train"))
     full = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
     payload = full.model_dump(mode="json") | {"schema_version": 22, "request_id": "older"}
+    # Receipts of that version had no channel weights: every channel counted 1.
+    del payload["config"]["fusion"]["channel_weights"]
     h.ledger.append_journal(
         JournalRecord.build(
             record_id="older",
@@ -130,7 +132,9 @@ def test_a_receipt_saved_in_full_still_reads_and_replays(any_backend: Harness) -
     )
     old = h.engine.get_retrieval_receipt(ALICE, "older")
     assert old.schema_version == 22 and old.candidates == full.candidates
-    assert h.engine.replay_retrieval(ALICE, "older").matches
+    assert old.config.fusion.channel_weights == {}
+    report = h.engine.replay_retrieval(ALICE, "older")
+    assert report.matches and report.replayed_ranking == full.saved_ranking()
 
 
 @pytest.mark.parametrize("retention_days", [30, 2])

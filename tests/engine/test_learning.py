@@ -1,6 +1,7 @@
 """Learning ranking weights from an owner's judgments: what is read, the scope rule, owner and
 tenant isolation, the refusal when there is too little to learn from, and receipts ranked
-under learned weights that replay with them."""
+under learned weights that replay with them (a receipt saved before channel weights replays
+unchanged: tests/engine/test_compact_receipts.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import RetrievalFilters, RetrieveInput, StoreInput
 from prme.model.learning import LearningInput, RankingWeights
-from prme.model.records import JournalRecord
-from prme.retrieval.receipts import RECEIPT_OPERATION
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
 TOPICS = [
@@ -159,27 +158,3 @@ def test_a_retrieval_ranked_under_learned_weights_saves_them_and_replays_with_th
         for c in plain_receipt.candidates
         if "vector" in c.ranks
     )
-
-
-def test_a_receipt_saved_before_channel_weights_replays_unchanged() -> None:
-    h = memory_harness()
-    for topic in TOPICS:
-        h.engine.store(ALICE, StoreInput(content=f"went to {topic} practice with friends"))
-    response = h.engine.retrieve(ALICE, RetrieveInput(query="chess practice"))
-    full = h.engine.get_retrieval_receipt(ALICE, response.metrics.request_id)
-    payload = full.model_dump(mode="json") | {"schema_version": 22, "request_id": "older"}
-    del payload["config"]["fusion"]["channel_weights"]
-    h.ledger.append_journal(
-        JournalRecord.build(
-            record_id="older",
-            owner=ALICE,
-            operation=RECEIPT_OPERATION,
-            subject_id="older",
-            created_at=full.created_at,
-            payload=payload,
-        )
-    )
-    old = h.engine.get_retrieval_receipt(ALICE, "older")
-    assert old.config.fusion.channel_weights == {}
-    report = h.engine.replay_retrieval(ALICE, "older")
-    assert report.matches and report.replayed_ranking == full.saved_ranking()
