@@ -24,7 +24,12 @@ from prme.errors import NotEnoughJudgmentsError, NotFoundError
 from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationRecord, RelevanceRecord
 from prme.model.inputs import RetrievalFilters
-from prme.model.learning import LearningEvaluation, LearningInput, RankingWeights
+from prme.model.learning import (
+    MAX_FIT_RETRIEVALS,
+    LearningEvaluation,
+    LearningInput,
+    RankingWeights,
+)
 from prme.model.records import JournalRecord, OwnerKey
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.weight_fit import (
@@ -39,9 +44,10 @@ from prme.retrieval.weight_fit import (
 # At least this many judged retrievals on each side of the split, or nothing is proposed.
 MIN_TRAIN = 10
 MIN_HOLDOUT = 5
-# The fused candidates of one receipt considered, in saved order (a retrieval fuses at most
-# two channels' candidate depth, 150 each by default).
-MAX_CANDIDATES = 300
+# The fused candidates of one receipt re-ranked, in saved order: a node ranked below that has
+# little chance of reaching the first ten under the weights tried, and each candidate costs
+# every re-ranking time (a retrieval that fills a budget fuses up to 300).
+MAX_CANDIDATES = 100
 
 
 @dataclass
@@ -95,7 +101,7 @@ def evaluate_learning(
             f"{len(split.holdout)} held out at holdout_share {request.holdout_share})"
         )
     baseline, baseline_profile_id = _baseline(deps, owner, request.scopes)
-    fit = evaluate_fit(split, baseline)
+    fit = evaluate_fit(split, baseline, max_fit=MAX_FIT_RETRIEVALS)
     return LearningEvaluation(
         proposal=fit.proposal,
         baseline=baseline,
@@ -108,6 +114,7 @@ def evaluate_learning(
         judged_retrievals=len(judgments),
         skipped_retrievals=len(judgments) - len(usable),
         train_size=len(split.train),
+        fit_size=len(split.fitted_on(MAX_FIT_RETRIEVALS)),
         holdout_size=len(split.holdout),
         baseline_train=fit.baseline_train,
         proposal_train=fit.proposal_train,

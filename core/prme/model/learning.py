@@ -61,6 +61,9 @@ class RankingWeights(BaseModel):
 DEFAULT_HOLDOUT_SHARE = 0.3
 DEFAULT_MAX_RECORDS = 1000
 MAX_RECORDS = 5000
+# The training retrievals the search scores (in request id order); the metrics of the baseline
+# and the proposal are still computed on the whole training and held-out parts.
+MAX_FIT_RETRIEVALS = 500
 
 
 class LearningInput(BaseModel):
@@ -116,7 +119,11 @@ class LearningEvaluation(BaseModel):
         description="Judged retrievals not used: receipt expired, out of scope, or no node "
         "judged relevant among their fused candidates"
     )
-    train_size: int = Field(description="Judged retrievals the weights were fitted on")
+    train_size: int = Field(description="Judged retrievals not held out (the training part)")
+    fit_size: int = Field(
+        description=f"Training retrievals the search scored (the first {MAX_FIT_RETRIEVALS} by "
+        "request id; train_size when fewer)"
+    )
     holdout_size: int = Field(description="Judged retrievals held out of the fit")
     baseline_train: float = Field(description="The metric of the baseline on the training set")
     proposal_train: float = Field(description="The metric of the proposal on the training set")
