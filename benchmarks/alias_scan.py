@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.alias_names import name_key
 from prme.engine.aliases import DEFAULT_MAX_PAIRS, MAX_SCAN_NAMES, AliasScanReport
@@ -193,7 +193,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     sizes = QUICK_SIZES if args.quick else SIZES
     out: Path = args.json or Path("benchmarks/results") / (
         "alias_scan_quick.json" if args.quick else "alias_scan.json"
@@ -225,7 +225,7 @@ def main() -> None:
         "benchmarks.alias_scan",
         results,
         parameters={"quick": args.quick, "sizes": list(sizes)},
-        started_at=started_at,
+        started=run_start,
     )
     print(f"wrote {out} ({results['wall_s']:.0f} s)")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences, percentile
 from benchmarks.local_aws import fresh_aws
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from benchmarks.store_retrieve import OWNER, QUERIES
 from prme.backends.aws.service import AwsBackend, AwsClients, open_aws
 from prme.embedding.minilm import MiniLmEmbedder
@@ -136,7 +136,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/aws_store_retrieve.json")
     )
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     count = 100 if args.quick else 500
     rounds = 2 if args.quick else 5
     texts = conversational_sentences(count, seed=13)
@@ -164,7 +164,7 @@ def main() -> None:
         "benchmarks.aws_store_retrieve",
         results,
         parameters=parameters,
-        started_at=started_at,
+        started=run_start,
     )
 
 

@@ -22,7 +22,7 @@ import boto3
 from benchmarks.dynamodb_units import index_write_units, item_size, read_units, write_units
 from benchmarks.embedder_speed import conversational_sentences
 from benchmarks.local_aws import fresh_aws
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from benchmarks.store_retrieve import OWNER, QUERIES
 from prme.backends.aws.resources import (
     EXPIRING_PK,
@@ -390,7 +390,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/cost.json"))
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     embedder = HashingEmbedder(DIMENSION)
     with fresh_aws(Settings(), "cost", dimension=DIMENSION) as (settings, clients):
         backend = open_aws(settings, embedder=embedder, clients=clients, refresh_on_write=True)
@@ -420,7 +420,7 @@ def main() -> None:
             "memory_chars": MEMORY_CHARS,
             "embedder": "hashing",
         },
-        started_at=started_at,
+        started=run_start,
     )
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.embedding.minilm import MiniLmEmbedder, Precision
 
 SINGLE_TARGET_MS = 5.0
@@ -175,7 +175,7 @@ def main() -> None:
         help="MiniLM weights (default: %(default)s)",
     )
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     suffix = "" if args.precision == "int8" else f"_{args.precision}"
     out: Path = args.json or Path(f"benchmarks/results/embedder_speed{suffix}.json")
     result = measure(quick=args.quick, precision=args.precision)
@@ -185,7 +185,7 @@ def main() -> None:
         "benchmarks.embedder_speed",
         result,
         parameters={"quick": args.quick, "precision": args.precision},
-        started_at=started_at,
+        started=run_start,
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences
 from benchmarks.ingest_throughput import aws_engine
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/erase_owner.json"))
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     sizes = (100, 500) if args.quick else (100, 1000, 3000)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,7 +80,7 @@ def main() -> None:
         "benchmarks.erase_owner",
         {"erase_owner": rows},
         parameters={"sizes": list(sizes), "embedder": "hashing"},
-        started_at=started_at,
+        started=run_start,
     )
 
 

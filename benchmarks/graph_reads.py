@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.ingest_throughput import aws_engine
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/graph_reads.json"))
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     sizes = (100, 1000) if args.quick else (100, 1000, 5000)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,7 +102,7 @@ def main() -> None:
         "benchmarks.graph_reads",
         {"graph_reads": rows},
         parameters={"sizes": list(sizes), "embedder": "hashing"},
-        started_at=started_at,
+        started=run_start,
     )
 
 

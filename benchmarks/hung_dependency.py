@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 
 from benchmarks.local_aws import fresh_aws
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from benchmarks.store_retrieve import OWNER
 from localstack.hung_port import HungPort
 from prme.backends.aws.deadline_clients import DeadlineBoundClient
@@ -59,7 +59,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/hung_dependency.json")
     )
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     budget_s = 3.0 if args.quick else Settings().request_budget_ms / 1000
     embedder = HashingEmbedder()
     budgets: list[float | None] = [budget_s, None] if args.baseline else [budget_s]
@@ -108,7 +108,7 @@ def main() -> None:
         "benchmarks.hung_dependency",
         {"cases": rows},
         parameters={"budget_s": budget_s, "baseline": args.baseline},
-        started_at=started_at,
+        started=run_start,
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp_types import CallToolResult
 
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.identity import Principal
@@ -78,7 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     with tempfile.TemporaryDirectory() as tmp:
         report = measure(Path(tmp) / "memory")
     print(f"{'tool list':<10} {'tools':>5} {'bytes':>7} {'tokens':>7}")
@@ -94,7 +94,7 @@ def main() -> None:
         "benchmarks.mcp_tool_schemas",
         report,
         parameters={},
-        started_at=started_at,
+        started=run_start,
     )
 
 

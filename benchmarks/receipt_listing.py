@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks.dynamodb_units import item_size, read_units, write_units
 from benchmarks.ingest_throughput import aws_engine
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -121,7 +121,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/receipt_listing.json")
     )
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     sizes = (50, 250) if args.quick else (100, 1000)
     aws_size = 60 if args.quick else 250
     rows: list[dict[str, Any]] = []
@@ -158,7 +158,7 @@ def main() -> None:
         "benchmarks.receipt_listing",
         {"receipt_listing": rows, "dynamodb": units},
         parameters={"sizes": list(sizes), "aws_size": aws_size, "embedder": "hashing"},
-        started_at=started_at,
+        started=run_start,
     )
 
 

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,17 +62,17 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def header(module: str, *, started_at: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
-    commit, dirty = git_state()
-    return {
-        "benchmark": module,
-        "command": command_line(module, sys.argv[1:] if argv is None else argv),
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "machine": machine(),
-        "started_at": started_at,
-        "finished_at": now(),
-    }
+@dataclass(frozen=True)
+class RunStart:
+    """When a run began and the checkout it ran (read at the start: a commit made while a
+    long run goes on must not be credited with its figures)."""
+
+    started_at: str = field(default_factory=now)
+    git: tuple[str | None, bool | None] = field(default_factory=git_state)
+
+
+def start_run() -> RunStart:
+    return RunStart()
 
 
 def write_result(
@@ -80,12 +81,19 @@ def write_result(
     results: Mapping[str, Any],
     *,
     parameters: Mapping[str, Any],
-    started_at: str,
+    started: RunStart,
     argv: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Write `results` to `path` under the run's header; return what was written."""
+    commit, dirty = started.git
     document = {
-        **header(module, started_at=started_at, argv=argv),
+        "benchmark": module,
+        "command": command_line(module, sys.argv[1:] if argv is None else argv),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "machine": machine(),
+        "started_at": started.started_at,
+        "finished_at": now(),
         "parameters": dict(parameters),
         "results": dict(results),
     }

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.dynamodb_units import item_size, read_units, write_units
-from benchmarks.results import now, write_result
+from benchmarks.results import start_run, write_result
 from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
 from prme.model.records import OwnerKey
 from prme.model.usage import UsageEntry, UsageUnits
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the same (it is already quick)")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/usage_units.json"))
     args = parser.parse_args()
-    started_at = now()
+    run_start = start_run()
     rows = measure()
     print(f"{'ids':<16} {'kind':<14} {'item bytes':>10} {'write units':>11}")
     for row in rows:
@@ -77,7 +77,7 @@ def main() -> None:
         "benchmarks.usage_units",
         {"entries": rows},
         parameters={},
-        started_at=started_at,
+        started=run_start,
     )
 
 
