@@ -19,12 +19,15 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+# What a run executes; a change elsewhere (a document, a result file) leaves a run clean.
+CODE_PATHS = ("core", "functions", "benchmarks", ":!benchmarks/results", "pyproject.toml")
 # What every result file says about its run, before the benchmark's own figures.
 HEADER_FIELDS = ("benchmark", "command", "git_commit", "git_dirty", "machine", "started_at")
 
 
 def git_state() -> tuple[str | None, bool | None]:
-    """The checked-out commit and whether tracked files differ from it (None without git)."""
+    """The checked-out commit and whether the code a run executes differs from it (None
+    without git)."""
     git = shutil.which("git")
     if git is None:
         return None, None
@@ -33,7 +36,7 @@ def git_state() -> tuple[str | None, bool | None]:
             [git, "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            [git, "status", "--porcelain", "--untracked-files=no"],
+            [git, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,
