@@ -11,7 +11,6 @@ maintenance function's limit is reported as pass/fail, never asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import resource
@@ -24,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.alias_names import name_key
 from prme.engine.aliases import DEFAULT_MAX_PAIRS, MAX_SCAN_NAMES, AliasScanReport
@@ -193,6 +193,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     sizes = QUICK_SIZES if args.quick else SIZES
     out: Path = args.json or Path("benchmarks/results") / (
         "alias_scan_quick.json" if args.quick else "alias_scan.json"
@@ -219,8 +220,13 @@ def main() -> None:
         "wall_s": time.perf_counter() - started,
     }
     print_table(rows)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
+    write_result(
+        out,
+        "benchmarks.alias_scan",
+        results,
+        parameters={"quick": args.quick, "sizes": list(sizes)},
+        started=run_start,
+    )
     print(f"wrote {out} ({results['wall_s']:.0f} s)")
 
 

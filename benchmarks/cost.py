@@ -22,6 +22,7 @@ import boto3
 from benchmarks.dynamodb_units import index_write_units, item_size, read_units, write_units
 from benchmarks.embedder_speed import conversational_sentences
 from benchmarks.local_aws import fresh_aws
+from benchmarks.results import start_run, write_result
 from benchmarks.store_retrieve import OWNER, QUERIES
 from prme.backends.aws.resources import (
     EXPIRING_PK,
@@ -389,6 +390,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/cost.json"))
     args = parser.parse_args()
+    run_start = start_run()
     embedder = HashingEmbedder(DIMENSION)
     with fresh_aws(Settings(), "cost", dimension=DIMENSION) as (settings, clients):
         backend = open_aws(settings, embedder=embedder, clients=clients, refresh_on_write=True)
@@ -408,9 +410,18 @@ def main() -> None:
         f"  {'OpenSearch _source':32}{kept['opensearch_documents']:>8} docs  "
         f"{kept['opensearch_source_bytes_mean']:>12,.1f} bytes"
     )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({**results, "kept": kept}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.cost",
+        {**results, "kept": kept},
+        parameters={
+            "operations": count,
+            "dimension": DIMENSION,
+            "memory_chars": MEMORY_CHARS,
+            "embedder": "hashing",
+        },
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import LEDGER_FILE
 from tests.harness.cli import ROOT, free_port, prme
 
@@ -225,6 +226,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/crash_durability.json")
     )
     args = parser.parse_args()
+    run_start = start_run()
     rng = random.Random(args.seed)
     rows: list[dict[str, Any]] = []
     started = time.monotonic()
@@ -267,9 +269,13 @@ def main() -> None:
         f"{total['duplicated']:10d} {total['in_doubt']:8d} {total['replayed']:8d} "
         f"{total['elapsed_s']:9.1f}"
     )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"total": total, "trials": rows}, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.crash_durability",
+        {"total": total, "trials": rows},
+        parameters={"trials": args.trials, "writers": args.writers, "seed": args.seed},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

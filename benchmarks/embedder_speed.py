@@ -1,14 +1,13 @@
 """Speed of the offline MiniLM embedder: cold load, single-sentence latency, batched throughput.
 
 Run from the repo root:
-`PYTHONPATH=core .venv/bin/python benchmarks/embedder_speed.py [--quick] [--precision int8|float32]`.
+`PYTHONPATH=core .venv/bin/python -m benchmarks.embedder_speed [--quick] [--precision int8|float32]`.
 Targets are reported as pass/fail, never asserted: timings depend on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
 from prme.embedding.minilm import MiniLmEmbedder, Precision
 
 SINGLE_TARGET_MS = 5.0
@@ -164,8 +164,9 @@ def main() -> None:
     parser.add_argument(
         "--json",
         type=Path,
-        default=Path("benchmarks/results/embedder_speed.json"),
-        help="where to write the results (default: %(default)s)",
+        default=None,
+        help="where to write the results (default: benchmarks/results/embedder_speed.json, "
+        "embedder_speed_float32.json for float32)",
     )
     parser.add_argument(
         "--precision",
@@ -174,11 +175,18 @@ def main() -> None:
         help="MiniLM weights (default: %(default)s)",
     )
     args = parser.parse_args()
+    run_start = start_run()
+    suffix = "" if args.precision == "int8" else f"_{args.precision}"
+    out: Path = args.json or Path(f"benchmarks/results/embedder_speed{suffix}.json")
     result = measure(quick=args.quick, precision=args.precision)
     print_table(result)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.json}")
+    write_result(
+        out,
+        "benchmarks.embedder_speed",
+        result,
+        parameters={"quick": args.quick, "precision": args.precision},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

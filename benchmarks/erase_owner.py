@@ -8,7 +8,6 @@ Run: `.venv/bin/python -m benchmarks.erase_owner [--quick]`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences
 from benchmarks.ingest_throughput import aws_engine
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -59,6 +59,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/erase_owner.json"))
     args = parser.parse_args()
+    run_start = start_run()
     sizes = (100, 500) if args.quick else (100, 1000, 3000)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,9 +75,13 @@ def main() -> None:
             f"{row['backend']:12} {row['sources']:7d} {row['records_removed']:8d} "
             f"{row['calls']:5d} {row['seconds']:8.2f} {row['records_per_s']:7d}"
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"erase_owner": rows}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.erase_owner",
+        {"erase_owner": rows},
+        parameters={"sizes": list(sizes), "embedder": "hashing"},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

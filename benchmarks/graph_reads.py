@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import statistics
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.ingest_throughput import aws_engine
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/graph_reads.json"))
     args = parser.parse_args()
+    run_start = start_run()
     sizes = (100, 1000) if args.quick else (100, 1000, 5000)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,9 +97,13 @@ def main() -> None:
             f"{row['provenance_ms']:8.2f} {row['neighborhood_ms']:8.2f} {row['chain_ms']:8.2f} "
             f"{row['whole_journal_ms']:8.2f}"
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"graph_reads": rows}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.graph_reads",
+        {"graph_reads": rows},
+        parameters={"sizes": list(sizes), "embedder": "hashing"},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.http.app import create_app
@@ -172,6 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=50, help="schemathesis examples per mode")
     args = parser.parse_args()
+    run_start = start_run()
     with tempfile.TemporaryDirectory() as tmp:
         backend = open_embedded(Path(tmp) / "memory", embedder=HashingEmbedder())
         try:
@@ -206,9 +208,12 @@ def main() -> None:
     print(f"schemathesis failures by kind: {fuzzed['failure_kinds'] or 'none'}")
     for line in swept["server_errors"]:
         print(f"  5xx: {line}")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "hostile_http.json").write_text(
-        json.dumps({"sweep": swept, "schemathesis": fuzzed}, indent=2)
+    write_result(
+        RESULTS / "hostile_http.json",
+        "benchmarks.hostile_http",
+        {"sweep": swept, "schemathesis": fuzzed},
+        parameters={"examples": args.examples},
+        started=run_start,
     )
 
 

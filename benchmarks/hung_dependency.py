@@ -10,7 +10,6 @@ Run: `.venv/bin/python -m benchmarks.hung_dependency [--quick] [--baseline]`.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,6 +19,7 @@ from typing import Any
 import boto3
 
 from benchmarks.local_aws import fresh_aws
+from benchmarks.results import start_run, write_result
 from benchmarks.store_retrieve import OWNER
 from localstack.hung_port import HungPort
 from prme.backends.aws.deadline_clients import DeadlineBoundClient
@@ -59,6 +59,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/hung_dependency.json")
     )
     args = parser.parse_args()
+    run_start = start_run()
     budget_s = 3.0 if args.quick else Settings().request_budget_ms / 1000
     embedder = HashingEmbedder()
     budgets: list[float | None] = [budget_s, None] if args.baseline else [budget_s]
@@ -102,9 +103,13 @@ def main() -> None:
     for row in rows:
         shown = "none" if row["budget_s"] is None else f"{row['budget_s']:.1f} s"
         print(f"{row['case']:28} {shown:>8} {row['seconds']:8.2f}  {row['outcome']}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"cases": rows}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.hung_dependency",
+        {"cases": rows},
+        parameters={"budget_s": budget_s, "baseline": args.baseline},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Any
 
 from mcp_types import CallToolResult
 
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.identity import Principal
@@ -77,6 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args()
+    run_start = start_run()
     with tempfile.TemporaryDirectory() as tmp:
         report = measure(Path(tmp) / "memory")
     print(f"{'tool list':<10} {'tools':>5} {'bytes':>7} {'tokens':>7}")
@@ -87,9 +89,13 @@ def main() -> None:
     print(f"{'rendering':<10} {'bytes':>7} {'tokens':>7}")
     print(f"{'text':<10} {retrieve['text_bytes']:>7} {retrieve['text_tokens']:>7}")
     print(f"{'json':<10} {retrieve['json_bytes']:>7} {retrieve['json_tokens']:>7}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwritten to {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.mcp_tool_schemas",
+        report,
+        parameters={},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

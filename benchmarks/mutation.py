@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 AUTH_TESTS = (
@@ -498,13 +500,17 @@ def main() -> None:
         "--combine", type=Path, nargs="+", help="print and write the union of earlier results"
     )
     args = parser.parse_args()
+    run_start = start_run()
+    parameters = {"quick": args.quick, "max_mutants": args.max_mutants, "timeout": args.timeout}
     if args.combine:
-        parts = [json.loads(path.read_text(encoding="utf-8")) for path in args.combine]
-        result = combined(parts)
+        documents = [json.loads(path.read_text(encoding="utf-8")) for path in args.combine]
+        # Files written through benchmarks/results.py carry their figures under "results".
+        result = combined([document.get("results", document) for document in documents])
         print_table(result)
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}")
+        parameters["combined"] = [str(path) for path in args.combine]
+        write_result(
+            args.json, "benchmarks.mutation", result, parameters=parameters, started=run_start
+        )
         return
     if args.list:
         for target, site in _iter_sites():
@@ -513,9 +519,8 @@ def main() -> None:
     limit = 8 if args.quick else args.max_mutants
     result = run(limit, args.timeout, args.only)
     print_table(result)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.json}")
+    parameters["only"] = args.only
+    write_result(args.json, "benchmarks.mutation", result, parameters=parameters, started=run_start)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import shutil
 import tempfile
 import time
@@ -22,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
 from prme.backends.clock import ManualClock
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.embedding.hashing import HashingEmbedder
@@ -279,6 +279,7 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[200, 5_000])
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/organizer.json"))
     args = parser.parse_args()
+    run_start = start_run()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
@@ -289,11 +290,13 @@ def main() -> None:
     print(HEADER)
     for row in rows:
         print(line(row))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps({"organizer": {"mix_per_ten_nodes": MIX, "rows": rows}}, indent=2)
+    write_result(
+        args.json,
+        "benchmarks.organizer",
+        {"organizer": {"mix_per_ten_nodes": MIX, "rows": rows}},
+        parameters={"sizes": args.sizes, "budgets": args.budgets},
+        started=run_start,
     )
-    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

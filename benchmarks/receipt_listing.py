@@ -10,7 +10,6 @@ Run: `.venv/bin/python -m benchmarks.receipt_listing [--quick]`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -22,6 +21,7 @@ from typing import Any
 
 from benchmarks.dynamodb_units import item_size, read_units, write_units
 from benchmarks.ingest_throughput import aws_engine
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -121,6 +121,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/receipt_listing.json")
     )
     args = parser.parse_args()
+    run_start = start_run()
     sizes = (50, 250) if args.quick else (100, 1000)
     aws_size = 60 if args.quick else 250
     rows: list[dict[str, Any]] = []
@@ -152,9 +153,13 @@ def main() -> None:
         print("\nDynamoDB (AWS's billing rules applied to the stored items):")
         for name, value in units.items():
             print(f"  {name:32} {value}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"receipt_listing": rows, "dynamodb": units}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.receipt_listing",
+        {"receipt_listing": rows, "dynamodb": units},
+        parameters={"sizes": list(sizes), "aws_size": aws_size, "embedder": "hashing"},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

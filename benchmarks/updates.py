@@ -47,6 +47,7 @@ from typing import Any
 
 import prme
 from benchmarks.memory_clients import aws_client, embedded_client
+from benchmarks.results import start_run, write_result
 from prme.client import MemoryClient
 from prme.http.schemas import RetrieveResponse
 from prme.settings import Settings
@@ -379,6 +380,7 @@ def main() -> None:
     parser.add_argument("--explain", action="store_true", help="print failed cases' top results")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     if args.runs < 1 or (args.cases is not None and args.cases < 1):
         parser.error("--runs and --cases take a whole number of at least 1")
     out: Path = args.json or (
@@ -430,8 +432,18 @@ def main() -> None:
     )
     if args.explain:
         explain(cases, runs[0], print)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2, default=str))
+    write_result(
+        out,
+        "benchmarks.updates",
+        results,
+        parameters={
+            "runs": args.runs,
+            "cases": len(cases),
+            "backend": args.backend,
+            "data": str(args.data),
+        },
+        started=run_start,
+    )
     print(f"wrote {out} ({results['wall_s']:.0f} s)")
 
 

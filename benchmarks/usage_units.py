@@ -8,12 +8,12 @@ adapter itself. Prints a table and writes benchmarks/results/usage_units.json.
 from __future__ import annotations
 
 import argparse
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.dynamodb_units import item_size, read_units, write_units
+from benchmarks.results import start_run, write_result
 from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
 from prme.model.records import OwnerKey
 from prme.model.usage import UsageEntry, UsageUnits
@@ -65,14 +65,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the same (it is already quick)")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/usage_units.json"))
     args = parser.parse_args()
+    run_start = start_run()
     rows = measure()
     print(f"{'ids':<16} {'kind':<14} {'item bytes':>10} {'write units':>11}")
     for row in rows:
         print(
             f"{row['ids']:<16} {row['kind']:<14} {row['item_bytes']:>10} {row['write_units']:>11}"
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"entries": rows}, indent=2) + "\n")
+    write_result(
+        args.json,
+        "benchmarks.usage_units",
+        {"entries": rows},
+        parameters={},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":
