@@ -17,6 +17,8 @@ from prme.errors import NotFoundError
 from prme.model.feedback import RelevanceInput
 from prme.model.inputs import RetrieveInput, StoreInput
 from prme.model.records import JournalRecord
+from prme.retrieval.compact_receipt import session_context_provenance
+from prme.retrieval.fusion import FusedCandidate, FusionConfig, FusionInput, fuse
 from prme.retrieval.receipts import (
     COMPACT_RECEIPT_SCHEMA_VERSIONS,
     RECEIPT_OPERATION,
@@ -181,12 +183,18 @@ def test_every_candidate_reads_with_its_score_provenance_that_is_not_stored(
     h = memory_harness(EngineConfig(retrieval=RetrievalConfig(fill_candidate_k=5, candidate_k=5)))
     fill(h, 30)
     live: list[dict[str, Any]] = []
+    live_fused: list[list[FusedCandidate]] = []
 
     def keep_live_form(full: dict[str, Any]) -> dict[str, Any]:
         live.append(full)
         return stored_receipt_payload(full)
 
+    def keep_live_fusion(inputs: list[FusionInput], config: FusionConfig) -> list[FusedCandidate]:
+        live_fused.append(fuse(inputs, config))
+        return live_fused[-1]
+
     monkeypatch.setattr(retrieve_module, "stored_receipt_payload", keep_live_form)
+    monkeypatch.setattr(retrieve_module, "fuse", keep_live_fusion)
     # A small budget leaves out fused candidates and session-context records alike.
     response = h.engine.retrieve(ALICE, RetrieveInput(query="sister Berlin", token_budget=120))
     request_id = response.metrics.request_id
@@ -202,11 +210,16 @@ def test_every_candidate_reads_with_its_score_provenance_that_is_not_stored(
         else:
             assert c.score_provenance["session_context"]["anchor"] == c.context_of
         assert c.score_provenance["score"] == c.score
-    # What a read recomputes is what the retrieval itself had, for every candidate.
+    # What a read recomputes is what the retrieval itself had, for every candidate: the live
+    # fusion's provenance of each fused one, the anchor and decay of each context record.
     (full,) = live
-    assert [row["score_provenance"] for row in full["candidates"]] == [
-        c.score_provenance for c in receipt.candidates
-    ]
+    (fused,) = live_fused
+    decay = h.engine.deps.config.packing.session_context_rank_fusion_score_decay
+    assert [c.provenance() for c in fused] + [
+        session_context_provenance(row["context_of"], decay, row["score"])
+        for row in full["candidates"]
+        if row.get("context_of") is not None
+    ] == [c.score_provenance for c in receipt.candidates]
     # Provenance is recomputed on read: the journaled form keeps none of it.
     stored = json.dumps(get_receipt_record(h.engine.deps, ALICE, request_id).payload)
     assert "score_provenance" not in stored and "rrf_terms" not in stored

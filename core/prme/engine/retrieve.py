@@ -29,7 +29,6 @@ from prme.model.learning import RankingWeights
 from prme.model.records import VALUE_BINDINGS_METADATA_KEY, JournalRecord, MemoryNode, OwnerKey
 from prme.model.search import IndexFilter, IndexQuery
 from prme.retrieval.caps import Selection, select_results
-from prme.retrieval.compact_receipt import session_context_provenance
 from prme.retrieval.fusion import (
     CORRECTION,
     CURRENT_VALUE,
@@ -411,7 +410,7 @@ def retrieve_memories(
         owner,
         receipt,
         candidate_rows=_receipt_candidate_rows(fused, candidates, selection)
-        + _context_rows(context, selection, scores_of_context, decay),
+        + _context_rows(context, selection, scores_of_context),
     )
     finished = time.perf_counter()
     metrics = RetrievalMetrics(
@@ -553,7 +552,6 @@ def _context_rows(
     context: SessionContext,
     selection: Selection,
     scores_of_context: dict[str, tuple[float, float | None]],
-    decay: float,
 ) -> list[dict[str, Any]]:
     """Receipt rows for the records read only as session context (not fused)."""
     rows: list[dict[str, Any]] = []
@@ -572,7 +570,6 @@ def _context_rows(
                 "channel_scores": {},
                 "semantic_relevance": cosine,
                 "score": score,
-                "score_provenance": session_context_provenance(anchor, decay, score),
                 "evidence_refs": list(node.evidence_refs),
                 "outcome": selection.excluded.get(node_id, "returned"),
             }
@@ -583,10 +580,11 @@ def _context_rows(
 def _receipt_candidate_rows(
     fused: list[FusedCandidate], candidates: Candidates, selection: Selection
 ) -> list[dict[str, Any]]:
-    """Every fused candidate as the saved receipt holds it: the fields of `ReceiptCandidate`
-    as JSON values. Plain rows, because building and dumping a model per candidate (about
-    250 of them when the budget is filled) was a sizeable share of retrieval time; reads
-    validate them as `ReceiptCandidate`, as every saved receipt is."""
+    """Every fused candidate as the compact receipt is made from: the fields of
+    `ReceiptCandidate` as JSON values, less its score provenance, which the compact form
+    drops and a read recomputes from the saved ranks. Plain rows, because building and
+    dumping a model per candidate (about 250 of them when the budget is filled) was a
+    sizeable share of retrieval time."""
     rows: list[dict[str, Any]] = []
     for c in fused:
         node = candidates.nodes[c.node_id]
@@ -601,8 +599,6 @@ def _receipt_candidate_rows(
                 "channel_scores": candidates.scores.get(c.node_id, {}),
                 "semantic_relevance": candidates.semantic.get(c.node_id),
                 "score": c.score,
-                # Every candidate's, so a left-out one shows how its score was made too.
-                "score_provenance": c.provenance(),
                 "evidence_refs": list(node.evidence_refs),
                 "outcome": selection.excluded.get(c.node_id, "returned"),
             }
