@@ -144,6 +144,19 @@ def test_int8_vector_of_a_text_does_not_depend_on_the_rest_of_the_call(
 
 
 @needs_weights
+def test_int8_vectors_do_not_depend_on_the_thread_count(int8_embedder: MiniLmEmbedder) -> None:
+    # The default runs int8 on one thread (faster for a store's one row on a busy machine);
+    # vectors indexed by a process with another setting must be the same vectors.
+    sentences, _ = _reference()
+    two_threads = MiniLmEmbedder(precision="int8", intra_op_threads=2)
+    assert np.array_equal(int8_embedder.embed(sentences), two_threads.embed(sentences))
+    groups = [sentences[:3], sentences[3:4]]
+    assert np.array_equal(
+        int8_embedder.embed_segmented(groups), two_threads.embed_segmented(groups)
+    )
+
+
+@needs_weights
 def test_int8_segmented_vector_stays_close_to_the_segment_mean(
     int8_embedder: MiniLmEmbedder,
 ) -> None:

@@ -63,6 +63,12 @@ _MAX_TOKENS = 256
 # Up to this many texts are tokenized in the calling thread (see `_tokenize`).
 _SEQUENTIAL_TOKENIZE = 16
 _OPSET = 17
+# onnxruntime threads per run when none are given. An int8 run is one row (one record, one
+# query): one thread computes it as fast as two on an idle 2-core machine, and a second
+# thread that another process has preempted stalls every operator of the run, which made a
+# store several times slower on a busy machine (docs/quality.md, "Store path profile").
+# float32 runs batches of rows, where a second thread pays.
+_DEFAULT_THREADS: dict[str, int] = {"int8": 1, "float32": 2}
 # Bumped whenever the graph layout changes, so a stale file in a cache dir is not reused.
 _GRAPH_FORMAT = "3"
 # Added to the scores of padding positions; large enough that softmax gives them exactly 0,
@@ -130,12 +136,14 @@ class MiniLmEmbedder:
         precision: Precision = "int8",
         cache_dir: Path | str | None = None,
         batch_size: int = 32,
-        intra_op_threads: int = 2,
+        intra_op_threads: int | None = None,
     ) -> None:
         if precision not in ("int8", "float32"):
             raise ValueError("precision must be 'int8' or 'float32'")
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if intra_op_threads is None:
+            intra_op_threads = _DEFAULT_THREADS[precision]
         if intra_op_threads < 1:
             raise ValueError("intra_op_threads must be at least 1")
         self._precision: Precision = precision
@@ -231,7 +239,9 @@ class MiniLmEmbedder:
         states = np.asarray(hidden, dtype=np.float32)
         for r, row in enumerate(rows):
             for begin, end, index in row.spans:
-                pooled = states[r, begin:end].mean(axis=0)
+                # ndarray.mean's arithmetic (a sum in row order, then one division) without
+                # its Python-level bookkeeping, which cost more than the sum for one segment.
+                pooled = np.add.reduce(states[r, begin:end], axis=0) / np.float32(end - begin)
                 norm = float(np.linalg.norm(pooled))
                 out[index] = pooled / max(norm, 1e-12)
 
