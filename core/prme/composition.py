@@ -11,7 +11,7 @@ from prme.engine.credentials import CredentialService
 from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.ports import Embedder, Extractor
-from prme.settings import Settings
+from prme.settings import Settings, default_cache_dir
 
 # A Converse answer takes seconds, a long extraction most of a minute. Without a deadline an
 # attempt and one retry, hung to these timeouts, still end well inside the extractor
@@ -57,7 +57,10 @@ def build_embedder(settings: Settings) -> Embedder:
     # Here, not on the first embed: a store would otherwise be refused only after its
     # caller had set everything up, and a worker would keep deferring work that cannot run.
     require_model_files()
-    return MiniLmEmbedder(precision=settings.minilm_precision)
+    return MiniLmEmbedder(
+        precision=settings.minilm_precision,
+        cache_dir=settings.model_cache_dir or default_cache_dir(),
+    )
 
 
 def build_extractor(settings: Settings) -> Extractor:
