@@ -2,7 +2,7 @@
 CLI command pays before its first answers.
 
 Run: `.venv/bin/python -m benchmarks.embedded_cold_start [--quick] [--rounds N] [--json PATH]
-[--source DIR]`.
+[--compare DIR]`.
 
 For each size (500, 2,000 and 10,000 records; `--quick`: 500) a data directory is filled once
 with the default embedder. Each measurement is a new interpreter (`python -I`: no user site,
@@ -13,8 +13,8 @@ two retrieves then a store. With a cold cache the process gets an empty model an
 cache directory; with a warm one, the directory an earlier process filled. Bytecode is
 compiled once into a private prefix (`-X pycache_prefix`), as an installed package has it.
 Medians over the rounds; targets (300 ms for the first store and the first retrieve) are
-reported, never asserted. `--source DIR` measures another checkout's code (e.g. main's) on
-the same data.
+reported, never asserted. `--compare DIR` measures another checkout's code (e.g. main's) on
+the same data, alternating with this one's.
 """
 
 from __future__ import annotations
@@ -121,28 +121,31 @@ def run_child(
 
 
 def measure(
-    source: Path, seed_dir: Path, tmp: Path, rounds: int
-) -> dict[str, dict[str, dict[str, Any]]]:
-    """Timings by cache state and order; cold and warm runs alternate so load hits both."""
-    warm_cache = tmp / "warm-cache"
+    sources: dict[str, Path], seed_dir: Path, tmp: Path, rounds: int
+) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """Timings by code, cache state and order. Codes, cache states and orders alternate within
+    every round, so the machine's load falls on all of them alike."""
     work = tmp / "work"
     work.mkdir(exist_ok=True)
-    # Compiles bytecode into the prefix and fills the warm cache; not counted.
-    run_child(source, seed_dir, work, warm_cache, "store")
-    samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+    warm = {label: tmp / f"warm-cache-{label}" for label in sources}
+    for label, source in sources.items():
+        # Compiles bytecode into the prefix and fills the warm cache; not counted.
+        run_child(source, seed_dir, work, warm[label], "store")
+    samples: dict[tuple[str, str, str], list[dict[str, float]]] = {}
     for round_index in range(rounds):
-        for order in ("store", "retrieve"):
-            cold_cache = tmp / f"cold-cache-{round_index}-{order}"
-            samples.setdefault(("cold", order), []).append(
-                run_child(source, seed_dir, work, cold_cache, order)
-            )
-            shutil.rmtree(cold_cache, ignore_errors=True)
-            samples.setdefault(("warm", order), []).append(
-                run_child(source, seed_dir, work, warm_cache, order)
-            )
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for (cache, order), runs in samples.items():
-        out.setdefault(cache, {})[order] = {
+        for label, source in sources.items():
+            for order in ("store", "retrieve"):
+                cold_cache = tmp / f"cold-cache-{label}-{round_index}-{order}"
+                samples.setdefault((label, "cold", order), []).append(
+                    run_child(source, seed_dir, work, cold_cache, order)
+                )
+                shutil.rmtree(cold_cache, ignore_errors=True)
+                samples.setdefault((label, "warm", order), []).append(
+                    run_child(source, seed_dir, work, warm[label], order)
+                )
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for (label, cache, order), runs in samples.items():
+        out.setdefault(label, {}).setdefault(cache, {})[order] = {
             "median_ms": {step: statistics.median(r[step] for r in runs) for step in STEPS},
             "runs_ms": runs,
         }
@@ -151,25 +154,31 @@ def measure(
 
 def print_table(results: dict[str, Any]) -> None:
     print(
-        f"{'records':>8} {'cache':6} {'first call':10} {'import':>8} {'open':>7} "
+        f"{'records':>8} {'code':10} {'cache':6} {'first call':10} {'import':>8} {'open':>7} "
         f"{'1st store':>10} {'1st retr.':>10} {'2nd retr.':>10}  (median ms)"
     )
-    for size, by_cache in results["sizes"].items():
-        for cache, by_order in by_cache["timings"].items():
-            for order, row in by_order.items():
-                m = row["median_ms"]
-                print(
-                    f"{int(size):>8,} {cache:6} {order:10} {m['import']:8.0f} {m['open']:7.0f} "
-                    f"{m['first_store']:10.0f} {m['first_retrieve']:10.0f} "
-                    f"{m['second_retrieve']:10.0f}"
-                )
+    for size, timings in results["sizes"].items():
+        for label, by_cache in timings.items():
+            for cache, by_order in by_cache.items():
+                for order, row in by_order.items():
+                    m = row["median_ms"]
+                    print(
+                        f"{int(size):>8,} {label:10} {cache:6} {order:10} {m['import']:8.0f} "
+                        f"{m['open']:7.0f} {m['first_store']:10.0f} {m['first_retrieve']:10.0f} "
+                        f"{m['second_retrieve']:10.0f}"
+                    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="500 records, 1 round")
     parser.add_argument("--rounds", type=int, default=None, help="runs per cell (default 5)")
-    parser.add_argument("--source", type=Path, default=REPO_ROOT, help="checkout measured")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        help="another checkout (e.g. main's worktree) measured alongside, as 'compared'",
+    )
     parser.add_argument(
         "--json", type=Path, default=REPO_ROOT / "benchmarks/results/embedded_cold_start.json"
     )
@@ -179,7 +188,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "benchmark": "embedded_cold_start",
         "git": git_commit(),
-        "source": str(args.source.resolve()),
+        "compared": str(args.compare.resolve()) if args.compare else None,
         "machine": {
             "python": platform.python_version(),
             "processor": platform.machine(),
@@ -190,15 +199,17 @@ def main() -> None:
         "target_ms": {"first_store": FIRST_CALL_TARGET_MS, "first_retrieve": FIRST_CALL_TARGET_MS},
         "sizes": {},
     }
+    sources = {"this": REPO_ROOT}
+    if args.compare:
+        sources["compared"] = args.compare.resolve()
     with tempfile.TemporaryDirectory(prefix="prme-cold-") as name:
         tmp = Path(name)
         for size in sizes:
             seed_dir = tmp / f"seed-{size}"
             seconds = seed(seed_dir, size)
             print(f"filled {size:,} records in {seconds:.0f} s", flush=True)
-            results["sizes"][str(size)] = {
-                "timings": measure(args.source.resolve(), seed_dir, tmp, rounds)
-            }
+            results["sizes"][str(size)] = measure(sources, seed_dir, tmp, rounds)
+            shutil.rmtree(seed_dir)
     results["machine"]["load_average_end"] = list(os.getloadavg())
     print_table(results)
     args.json.parent.mkdir(parents=True, exist_ok=True)
