@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -11,7 +13,7 @@ from prme.engine.credentials import CredentialService
 from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.ports import Embedder, Extractor
-from prme.settings import Settings
+from prme.settings import Settings, default_cache_dir
 
 # A Converse answer takes seconds, a long extraction most of a minute. Without a deadline an
 # attempt and one retry, hung to these timeouts, still end well inside the extractor
@@ -57,7 +59,10 @@ def build_embedder(settings: Settings) -> Embedder:
     # Here, not on the first embed: a store would otherwise be refused only after its
     # caller had set everything up, and a worker would keep deferring work that cannot run.
     require_model_files()
-    return MiniLmEmbedder(precision=settings.minilm_precision)
+    return MiniLmEmbedder(
+        precision=settings.minilm_precision,
+        cache_dir=settings.model_cache_dir or default_cache_dir(),
+    )
 
 
 def build_extractor(settings: Settings) -> Extractor:
@@ -95,7 +100,7 @@ def build_extractor(settings: Settings) -> Extractor:
 def open_embedded_from_settings(
     settings: Settings, data_dir: Path | None = None
 ) -> EmbeddedBackend:
-    return open_embedded(
+    backend = open_embedded(
         data_dir or settings.data_dir,
         embedder=build_embedder(settings),
         extractor=build_extractor(settings),
@@ -103,6 +108,25 @@ def open_embedded_from_settings(
         synchronous=settings.sqlite_synchronous,
         limits=settings.limits,
     )
+    _load_in_background(backend.engine.deps.token_counter)
+    return backend
+
+
+def _load_in_background(dependency: object) -> None:
+    """Start loading `dependency` (the token counter's vocabulary: a tenth of a second or
+    more, needed by every retrieval's packing) in a daemon thread: while the first call loads
+    the embedding model (onnxruntime releases the GIL), or a server waits for its first
+    request. A call that needs it first waits on the counter's own lock; a failure is left
+    for that call to raise."""
+    load = getattr(dependency, "load", None)
+    if load is None:
+        return
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # the foreground call raises it again
+            load()
+
+    threading.Thread(target=run, name="prme-token-counter-load", daemon=True).start()
 
 
 def open_backend(settings: Settings, data_dir: Path | None = None) -> Backend:

@@ -8,6 +8,7 @@ deployed environment and the code cannot drift.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,20 @@ BEDROCK_DIMENSIONS = (256, 512, 1024)
 DEFAULT_BEDROCK_DIMENSION = 1024
 # Fixed by the models themselves (all-MiniLM-L6-v2; the hashing test double's default).
 _FIXED_DIMENSIONS = {"minilm": 384, "hashing": 64}
+
+
+def default_cache_dir() -> Path | None:
+    """Where files derived from installed packages are kept between processes (the MiniLM
+    graph built from its weights): `$XDG_CACHE_HOME/prme`, else `~/.cache/prme`; None (build
+    in memory) when there is no home directory. Per user, not per memory directory: one copy
+    serves every data directory and test run, and backups of a memory hold only memories."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "prme"
+    try:
+        return Path.home() / ".cache" / "prme"
+    except RuntimeError:
+        return None
 
 
 def embedding_dimension(
@@ -105,6 +120,10 @@ class Settings(BaseSettings):
     # (sentence-transformers' exact vectors). Another vector space: changing it needs a reindex
     # (until then the vector channel reports embedding_model_mismatch).
     minilm_precision: Literal["int8", "float32"] = "int8"
+    # Where MiniLM's graph (built from its weights and quantized, seconds of work) is cached
+    # for the next process: unset, `default_cache_dir()`. A damaged or stale file is rebuilt;
+    # an unwritable directory only means each process builds the graph again.
+    model_cache_dir: Path | None = None
     # Amazon Bedrock embeddings (PRME_EMBEDDER=bedrock): Titan Text Embeddings v2.
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     # An int checked against the model's sizes, not a Literal: a Literal of ints refuses the

@@ -177,17 +177,6 @@ def test_concurrent_first_use_loads_once_and_agrees() -> None:
         assert np.array_equal(result, results[0])
 
 
-@needs_weights
-def test_cache_dir_receives_the_serialized_graph(tmp_path: Path) -> None:
-    MiniLmEmbedder(precision="float32", cache_dir=tmp_path / "cache").load()
-    MiniLmEmbedder(precision="int8", cache_dir=tmp_path / "cache").load()
-    sizes = sorted(path.stat().st_size for path in (tmp_path / "cache").glob("*.onnx"))
-    # One file per precision; int8 linear weights take a quarter of float32's room.
-    assert len(sizes) == 2
-    assert sizes[1] > 80_000_000
-    assert sizes[0] < sizes[1] - 25_000_000
-
-
 def test_missing_weights_package_raises_a_sanitized_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -197,34 +186,6 @@ def test_missing_weights_package_raises_a_sanitized_error(
         MiniLmEmbedder().embed(["hello"])
     assert "/" not in raised.value.detail
     assert minilm.MODEL_PACKAGE_INSTALL in raised.value.detail
-
-
-@needs_weights
-def test_cached_graph_file_is_used_without_rebuilding(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    MiniLmEmbedder(cache_dir=tmp_path).load()
-    # A new process has an empty memory cache; it must not need to build the graph again.
-    monkeypatch.setattr(minilm, "_GRAPH_CACHE", {})
-
-    def no_build(weights_path: Path) -> bytes:
-        raise AssertionError("graph was rebuilt although a cache file exists")
-
-    monkeypatch.setattr(minilm, "_build_graph", no_build)
-    vectors = MiniLmEmbedder(cache_dir=tmp_path).embed(["from the cache file"])
-    assert vectors.shape == (1, 384)
-
-
-@needs_weights
-def test_damaged_cache_file_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    MiniLmEmbedder(precision="float32", cache_dir=tmp_path).load()
-    (cache_file,) = tmp_path.glob("*.onnx")
-    cache_file.write_bytes(b"not an onnx model")
-    monkeypatch.setattr(minilm, "_GRAPH_CACHE", {})
-    sentences, expected = _reference()
-    vectors = MiniLmEmbedder(precision="float32", cache_dir=tmp_path).embed(sentences[:3])
-    assert _cosines(vectors, expected[:3]).min() >= 0.999
-    assert cache_file.stat().st_size > 80_000_000
 
 
 @needs_weights

@@ -3,9 +3,14 @@ retrievals); that is exact only because cl100k splits words at the same place.""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
+from prme.composition import open_backend
 from prme.retrieval.tokens import Cl100kTokenCounter
+from prme.settings import Settings
 
 COUNTER = Cl100kTokenCounter()
 BODIES = [
@@ -37,3 +42,42 @@ def test_cached_counts_equal_fresh_counts() -> None:
     fresh = Cl100kTokenCounter()
     for text in BODIES:
         assert COUNTER.count(text) == fresh.count(text) == COUNTER.count(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I moved the dentist appointment to Friday.",
+        "  leading spaces\n\nand blank lines\t",
+        "numbers 1234567 and symbols ->=<= !!! <|endoftext|>",
+        "ünïcödé, 中文, emoji 😀👍",
+        "",
+    ],
+)
+def test_counts_equal_tiktokens_own_cl100k(text: str) -> None:
+    # The encoding is built from our verified vocabulary, not by tiktoken's loader.
+    import tiktoken
+
+    reference = tiktoken.get_encoding("cl100k_base")
+    assert COUNTER.count(text) == len(reference.encode(text, disallowed_special=()))
+
+
+def test_a_read_only_vocabulary_dir_still_counts(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    counter = Cl100kTokenCounter(cache_dir=blocker / "cache")  # nothing can be created there
+    assert counter.count("hello world") == 2
+
+
+def test_an_opened_client_loads_the_vocabulary_without_being_asked(tmp_path: Path) -> None:
+    settings = Settings(embedder="hashing")
+    backend = open_backend(settings, tmp_path / "memory")
+    try:
+        counter = backend.engine.deps.token_counter
+        assert isinstance(counter, Cl100kTokenCounter)
+        deadline = time.monotonic() + 60
+        while counter._encoding is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert counter._encoding is not None
+    finally:
+        backend.close()

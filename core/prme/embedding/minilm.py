@@ -10,10 +10,14 @@ vector spaces, so the precision is part of the model version.
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import math
 import os
+import struct
 import tempfile
 import threading
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,23 +74,36 @@ _OPSET = 17
 # float32 runs batches of rows, where a second thread pays.
 _DEFAULT_THREADS: dict[str, int] = {"int8": 1, "float32": 2}
 # Bumped whenever the graph layout changes, so a stale file in a cache dir is not reused.
-_GRAPH_FORMAT = "3"
+# Format 4: the word-embedding table left the graph (see `_word_table`).
+_GRAPH_FORMAT = "4"
+# The table of token vectors [vocabulary, 384], read from the weights file, not the graph.
+_WORD_TABLE = "embeddings.word_embeddings.weight"
 # Added to the scores of padding positions; large enough that softmax gives them exactly 0,
 # small enough that adding a real score cannot overflow to -inf.
 _MASK_BIAS = -1.0e9
 # onnxruntime's own operators (DynamicQuantizeMatMul) live in this ONNX domain.
 _ORT_DOMAIN = "com.microsoft"
 
-# Serialized graphs keyed by source fingerprint: several embedders in one process (tests,
-# a worker and an API in one container) build the 90 MB graph once.
+# Serialized graphs keyed by `_graph_key`: several embedders in one process (tests, a worker
+# and an API in one container) build a graph once.
 _GRAPH_CACHE: dict[str, bytes] = {}
 _GRAPH_CACHE_LOCK = threading.Lock()
+# A cache file: this magic, the 64-character key it was built for, the graph's length and
+# CRC-32, then the graph. A file whose header or checksum does not match is rebuilt.
+_CACHE_MAGIC = b"PRME-MINILM-GRAPH\n"
+_CACHE_HEADER = struct.Struct("<64sQI")
+_UNWRITABLE_LOGGED: set[Path] = set()
+# Bytes read from each end of the weights file for the cache key (see `_graph_key`).
+_KEY_SAMPLE = 1 << 20
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class _Runtime:
     session: Any  # onnxruntime.InferenceSession (untyped library)
     tokenizer: Tokenizer
+    words: NDArray[np.float32]  # token vectors [vocabulary, 384], memory-mapped
 
 
 @dataclass(frozen=True)
@@ -218,7 +235,7 @@ class MiniLmEmbedder:
 
     def _embed_batch(self, runtime: _Runtime, rows: list[_Row], out: NDArray[np.float32]) -> None:
         width = max(len(row.ids) for row in rows)
-        input_ids = np.zeros((len(rows), width), dtype=np.int64)  # 0 is [PAD]
+        input_ids = np.zeros((len(rows), width), dtype=np.intp)  # 0 is [PAD]
         positions = np.zeros((len(rows), width), dtype=np.int64)
         # Which segment each position belongs to; padding is -1 and attends only to padding.
         segment = np.full((len(rows), width), -1, dtype=np.int64)
@@ -232,7 +249,12 @@ class MiniLmEmbedder:
         try:
             (hidden,) = runtime.session.run(
                 ["last_hidden_state"],
-                {"input_ids": input_ids, "position_ids": positions, "attention_bias": bias},
+                {
+                    # The table lookup the graph would do, on the memory-mapped table.
+                    "token_embeddings": runtime.words[input_ids],
+                    "position_ids": positions,
+                    "attention_bias": bias,
+                },
             )
         except Exception as exc:
             raise EmbeddingUnavailableError("Embedding model failed to produce vectors") from exc
@@ -272,6 +294,7 @@ class MiniLmEmbedder:
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
+            words = _word_table(model_dir / "model.safetensors")
             graph = _serialized_graph(model_dir, self._cache_dir, self._precision)
             try:
                 session = ort.InferenceSession(
@@ -289,7 +312,7 @@ class MiniLmEmbedder:
             raise
         except Exception as exc:
             raise EmbeddingUnavailableError("Embedding model could not be loaded") from exc
-        return _Runtime(session=session, tokenizer=tokenizer)
+        return _Runtime(session=session, tokenizer=tokenizer, words=words)
 
 
 def model_version(precision: Precision) -> str:
@@ -321,49 +344,123 @@ def _model_dir() -> Path:
     return model_dir
 
 
+def _word_table(weights_path: Path) -> NDArray[np.float32]:
+    """The word-embedding table, memory-mapped from the safetensors file: nothing is read until
+    a token's row is, and the graph stays small (the table is 47 of its 58 MB in int8), which
+    makes creating the onnxruntime session about ten times as fast."""
+    try:
+        with weights_path.open("rb") as handle:
+            (header_size,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(header_size))
+        entry = header[_WORD_TABLE]
+        rows, width = entry["shape"]
+        begin, end = entry["data_offsets"]
+        if entry["dtype"] != "F32" or width != _HIDDEN or end - begin != rows * width * 4:
+            raise ValueError("unexpected word-embedding table")
+        mapped = np.memmap(
+            weights_path, dtype="<f4", mode="r", offset=8 + header_size + begin, shape=(rows, width)
+        )
+    except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
+        raise EmbeddingUnavailableError("Embedding model weights could not be read") from exc
+    return np.asarray(mapped)  # a plain array over the mapping, which it keeps open
+
+
+def _graph_key(weights_path: Path, precision: Precision) -> str:
+    """Names what a graph is built from, cheaply: the weights file by its size and its first
+    and last `_KEY_SAMPLE` bytes (the safetensors header with every tensor's offsets, and the
+    last layer's weights; hashing all 90 MB would cost more than reading the cached graph),
+    the model version, the precision and every constant of the build. Content, not
+    modification times, so a copied or unpacked installation keeps its cache."""
+    with weights_path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        head = handle.read(_KEY_SAMPLE)
+        handle.seek(max(0, size - _KEY_SAMPLE))
+        tail = handle.read(_KEY_SAMPLE)
+    source = {
+        "format": _GRAPH_FORMAT,
+        "model": model_version(precision),
+        "weights": [size, hashlib.sha256(head + tail).hexdigest()],
+        "opset": _OPSET,
+        "int8_limit": _INT8_WEIGHT_LIMIT,
+        "layer_norm_eps": _LAYER_NORM_EPS,
+        "shape": [_LAYERS, _HEADS, _HIDDEN],
+    }
+    return hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()
+
+
+def graph_cache_file(cache_dir: Path, precision: Precision) -> Path:
+    """Where the graph of `precision` is cached in `cache_dir` (raises
+    EmbeddingModelMissingError without the weights package)."""
+    key = _graph_key(_model_dir() / "model.safetensors", precision)
+    return cache_dir / f"minilm-l6-{precision}-{key[:16]}.graph"
+
+
 def _serialized_graph(
     model_dir: Path, cache_dir: Path | None, precision: Precision, *, rebuild: bool = False
 ) -> bytes:
     weights_path = model_dir / "model.safetensors"
-    fingerprint = hashlib.sha256(
-        f"{_GRAPH_FORMAT}:{model_version(precision)}:{weights_path.stat().st_size}".encode()
-    ).hexdigest()[:16]
-    cache_file = cache_dir / f"minilm-l6-{fingerprint}.onnx" if cache_dir else None
+    key = _graph_key(weights_path, precision)
+    cache_file = cache_dir / f"minilm-l6-{precision}-{key[:16]}.graph" if cache_dir else None
     with _GRAPH_CACHE_LOCK:
-        graph = None if rebuild else _GRAPH_CACHE.get(fingerprint)
+        graph = None if rebuild else _GRAPH_CACHE.get(key)
+        from_memory = graph is not None
         if graph is None and cache_file is not None and not rebuild:
-            graph = _read_cache_file(cache_file)
+            graph = _read_cache_file(cache_file, key)
+            if graph is not None:
+                _GRAPH_CACHE[key] = graph
+                return graph
         if graph is None:
             graph = _build_graph(weights_path, precision)
-            rebuild = True
-        _GRAPH_CACHE[fingerprint] = graph
-        # Also when the graph came from memory: a cache dir given later should still be filled.
-        if cache_file is not None and (rebuild or not cache_file.exists()):
-            _write_cache_file(cache_file, graph)
+        _GRAPH_CACHE[key] = graph
+        # Built here: replaces an absent, damaged or stale file. From memory: fills a cache
+        # dir that has no file yet (one given after the graph was built).
+        if cache_file is not None and (not from_memory or not cache_file.exists()):
+            _write_cache_file(cache_file, key, graph)
         return graph
 
 
-def _read_cache_file(path: Path) -> bytes | None:
+def _read_cache_file(path: Path, key: str) -> bytes | None:
+    """The graph in `path` if the file is whole and was built for `key`; otherwise None (the
+    caller rebuilds and replaces it): a cache file is never trusted beyond its checks."""
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError:
         return None  # absent or unreadable: rebuilding is always possible
+    start = len(_CACHE_MAGIC) + _CACHE_HEADER.size
+    if len(data) < start or not data.startswith(_CACHE_MAGIC):
+        return None
+    stored_key, length, checksum = _CACHE_HEADER.unpack_from(data, len(_CACHE_MAGIC))
+    graph = data[start:]
+    if stored_key != key.encode() or length != len(graph) or zlib.crc32(graph) != checksum:
+        return None
+    return graph
 
 
-def _write_cache_file(path: Path, data: bytes) -> None:
-    # Write-then-rename so a concurrent reader never sees half a file. A read-only cache dir
-    # only costs a rebuild next time, so failures are ignored.
+def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
+    # Write-then-rename so a concurrent reader never sees half a file, and of two processes
+    # writing at once the last rename wins with a whole file. An unwritable cache dir only
+    # costs a rebuild in the next process: logged once per directory, never raised.
+    header = _CACHE_MAGIC + _CACHE_HEADER.pack(key.encode(), len(graph), zlib.crc32(graph))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".minilm-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                handle.write(header)
+                handle.write(graph)
             os.replace(tmp_name, path)
         except OSError:
             Path(tmp_name).unlink(missing_ok=True)
-    except OSError:
-        pass
+            raise
+    except OSError as exc:
+        if path.parent not in _UNWRITABLE_LOGGED:
+            _UNWRITABLE_LOGGED.add(path.parent)
+            logger.warning(
+                "The embedding model's graph cannot be cached in %s (%s); each process "
+                "builds it again (set PRME_MODEL_CACHE_DIR to a writable directory)",
+                path.parent,
+                exc.strerror or type(exc).__name__,
+            )
 
 
 def _build_graph(weights_path: Path, precision: Precision) -> bytes:
@@ -412,7 +509,9 @@ class _GraphBuilder:
             self._nodes,
             "all-MiniLM-L6-v2",
             inputs=[
-                helper.make_tensor_value_info("input_ids", self._int64, ["batch", "seq"]),
+                helper.make_tensor_value_info(
+                    "token_embeddings", self._float, ["batch", "seq", _HIDDEN]
+                ),
                 helper.make_tensor_value_info("position_ids", self._int64, ["batch", "seq"]),
                 helper.make_tensor_value_info(
                     "attention_bias", self._float, ["batch", 1, "seq", "seq"]
@@ -493,12 +592,11 @@ class _GraphBuilder:
             self._weight("embeddings.position_embeddings.weight")
             + self._weight("embeddings.token_type_embeddings.weight")[0]
         )
-        words = self._const("emb.words", self._weight("embeddings.word_embeddings.weight"))
         table = self._const("emb.positions", positions)
         # Positions are an input: segments packed into one row each count from 0.
         pos = self._node("Gather", [table, "position_ids"], "emb.pos", axis=0)
-        tokens = self._node("Gather", [words, "input_ids"], "emb.tok", axis=0)
-        summed = self._node("Add", [tokens, pos], "emb.sum")
+        # Token vectors are an input too, looked up outside the graph (see `_word_table`).
+        summed = self._node("Add", ["token_embeddings", pos], "emb.sum")
         return self._layer_norm(summed, "embeddings.LayerNorm", "emb.out")
 
     def _heads(self, x: str, perm: list[int]) -> str:

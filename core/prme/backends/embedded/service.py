@@ -86,8 +86,9 @@ def open_embedded(
     usage = SqliteUsageLog(data_dir / USAGE_FILE, synchronous=synchronous)
     if embedder is None:
         from prme.embedding.minilm import MiniLmEmbedder
+        from prme.settings import default_cache_dir
 
-        embedder = MiniLmEmbedder()
+        embedder = MiniLmEmbedder(cache_dir=default_cache_dir())
     clock = clock or SystemClock()
     limit_store = SqliteLimits(data_dir / LIMITS_FILE, synchronous=synchronous)
     imports = SqliteImports(data_dir / IMPORTS_FILE, synchronous=synchronous)
