@@ -1,23 +1,24 @@
-"""The HTTP API: FastAPI behind API Gateway HTTP API (payload v2) through Mangum."""
+"""The HTTP API: FastAPI behind API Gateway HTTP API (payload v2) through Mangum.
+
+The import brings only the handler and its Powertools decorators; FastAPI, the app's routes,
+Mangum and the backend are imported and built on the first request (`_adapter`).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import atexit
 from functools import cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from mangum import Mangum
 
-from functions.api_stage import StagePrefix
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
-from prme.http.app import create_app
-from prme.http.auth import AuthPolicy
-from prme.http.dependencies import ApiRuntime
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mangum import Mangum
 
 
 @cache
@@ -27,6 +28,9 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     Mangum runs each request on the thread's current loop. Left to itself it would create
     one implicitly (deprecated since Python 3.12) that nothing references once another
     runner resets the current loop, and it would be collected unclosed."""
+    import asyncio
+    import atexit
+
     loop = asyncio.new_event_loop()
     atexit.register(loop.close)
     return loop
@@ -34,6 +38,14 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 
 @cache
 def _adapter() -> Mangum:
+    from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+    from mangum import Mangum
+
+    from functions.api_stage import StagePrefix
+    from prme.http.app import create_app
+    from prme.http.auth import AuthPolicy
+    from prme.http.dependencies import ApiRuntime
+
     built = backend()
     app = create_app(
         ApiRuntime(
@@ -57,6 +69,8 @@ def _adapter() -> Mangum:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    import asyncio
+
     metrics.add_metric(name="ApiRequests", unit=MetricUnit.Count, value=1)
     asyncio.set_event_loop(_event_loop())
     # Opened first, so a cold start's build counts against the invocation's time too; set

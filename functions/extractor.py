@@ -3,13 +3,14 @@ own function so its timeout fits a model's answer and materialization never wait
 
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from typing import TYPE_CHECKING, Any
 
 from functions.runtime import logger, metrics, tracer
 from functions.work_consumer import WorkConsumer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 consumer = WorkConsumer("extract")
 

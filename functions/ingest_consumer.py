@@ -12,29 +12,32 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
-from prme.backends.aws.resources import queue_specs
-from prme.errors import CorruptRecordError, ImportChunkRefusedError
-from prme.model.imports import ImportChunkMessage
 
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch import BatchProcessor
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from pydantic import ValidationError
+
+
+@cache
+def _processor() -> BatchProcessor:
+    """Built on the first batch: the batch utility and the message models are imported then."""
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+
+    return BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 @cache
 def _dead_letter_url() -> str:
+    from prme.backends.aws.resources import queue_specs
+
     name = queue_specs(settings().queue_prefix)["ingest"].dead_letter_name
     url: str = backend().clients.sqs.get_queue_url(QueueName=name)["QueueUrl"]
     return url
@@ -54,6 +57,8 @@ def _reject(record: SQSRecord, reason: str) -> None:
 @cache
 def _field_names() -> frozenset[str]:
     """Every field name of the message's models, nested ones included."""
+    from prme.model.imports import ImportChunkMessage
+
     schema = ImportChunkMessage.model_json_schema()
     models = [schema, *schema.get("$defs", {}).values()]
     return frozenset(name for model in models for name in model.get("properties", {}))
@@ -72,6 +77,11 @@ def _sanitized(error: ValidationError) -> str:
 
 
 def record_handler(record: SQSRecord) -> None:
+    from pydantic import ValidationError
+
+    from prme.errors import CorruptRecordError, ImportChunkRefusedError
+    from prme.model.imports import ImportChunkMessage
+
     try:
         message = ImportChunkMessage.model_validate(json.loads(record.body))
     except json.JSONDecodeError:
@@ -114,7 +124,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     metrics.add_metric(name="ImportMessages", unit=MetricUnit.Count, value=len(event["Records"]))
     # Records still waiting when the deadline is spent fail fast and SQS redelivers them,
     # instead of Lambda stopping the whole batch mid-write.
+    from aws_lambda_powertools.utilities.batch import process_partial_response
+
     with invocation_deadline(context):
         return process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
+            event=event, record_handler=record_handler, processor=_processor(), context=context
         )

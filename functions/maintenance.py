@@ -4,17 +4,16 @@ the organizer over every owner within what time is left."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
-from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC, queue_specs
-from prme.engine.aliases import AliasScanBudget
-from prme.engine.work_dispatch import SWEPT_FAMILIES
-from prme.model.enums import WorkFamily
-from prme.model.organizer import OrganizerPass
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from prme.model.enums import WorkFamily
 
 # The alias scan may compare names for this share of the time left after the other
 # maintenance work; the rest journals its proposals and closes its work. A scan that needs
@@ -36,6 +35,9 @@ def organizer_tenants() -> list[str]:
 def overdue_seconds() -> dict[WorkFamily, int]:
     """When queued work counts as overdue: after the configured time, and never while its
     queue may still be delivering it (a message being retried is not lost)."""
+    from prme.backends.aws.resources import queue_specs
+    from prme.engine.work_dispatch import SWEPT_FAMILIES
+
     specs = queue_specs(settings().queue_prefix)
     floor = settings().work_overdue_seconds
     # Each swept family has the queue of the same name.
@@ -46,6 +48,11 @@ def overdue_seconds() -> dict[WorkFamily, int]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # Imported here, not with the module: the import stays small (benchmarks/cold_start.py).
+    from prme.backends.aws.resources import OVERDUE_WORK_FAILED_METRIC
+    from prme.engine.aliases import AliasScanBudget
+    from prme.model.organizer import OrganizerPass
+
     engine = backend().engine
     # Like every other entry point: a hung table or queue fails the pass in time instead of
     # Lambda stopping it mid-write.

@@ -1,25 +1,36 @@
-"""What every entry point shares: settings and the AWS backend, built once per container, lazily."""
+"""What every entry point shares: settings and the AWS backend, built once per container, lazily.
+
+Importing this module builds only Powertools' logger and metrics (the handlers' decorators
+need them). The tracer, the settings, the AWS clients and the engine are built, and their
+modules imported, on the first invocation: an entry point's import stays small, and what a
+handler never reaches is never imported (`benchmarks/cold_start.py` measures both).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.limits import LAMBDA_MARGIN_MS
-from functions.usage_metrics import TenantMetricsUsageLog
-from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC, USAGE_NOT_RECORDED_METRIC
-from prme.backends.aws.service import AwsBackend, open_aws
-from prme.composition import build_embedder, build_extractor
 from prme.engine.deadlines import Deadline, deadline_scope
 from prme.logs import ExcInfo, exception_text
-from prme.ports import UsageLog
-from prme.settings import Settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from prme.backends.aws.service import AwsBackend
+    from prme.ports import UsageLog
+    from prme.settings import Settings
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
 class ContentFreeFormatter(LambdaPowertoolsFormatter):
@@ -30,8 +41,43 @@ class ContentFreeFormatter(LambdaPowertoolsFormatter):
         return exception_text(ei)
 
 
+@cache
+def powertools_tracer() -> Tracer:
+    """Powertools' tracer, built on the first invocation: building it imports the X-Ray SDK,
+    whose recorder loads botocore's X-Ray client, and with tracing active patches botocore."""
+    from aws_lambda_powertools import Tracer
+
+    return Tracer()
+
+
+def tracing_disabled() -> bool:
+    """Powertools' own rule (POWERTOOLS_TRACE_DISABLED, or not running in Lambda): a disabled
+    tracer records nothing, so the handler then runs without it and X-Ray is never imported."""
+    from aws_lambda_powertools.tracing.tracer import Tracer
+
+    # The rule Tracer() itself applies, so the two cannot disagree.
+    return bool(Tracer._is_tracer_disabled())
+
+
+class DeferredTracer:
+    """`capture_lambda_handler` of Powertools' tracer, with the tracer built on first call."""
+
+    def capture_lambda_handler(self, handler: Handler) -> Handler:
+        @cache
+        def built() -> Callable[..., Any]:
+            if tracing_disabled():
+                return handler
+            return powertools_tracer().capture_lambda_handler(handler)
+
+        @functools.wraps(handler)
+        def traced(event: Any, context: Any) -> Any:
+            return built()(event, context)
+
+        return cast(Handler, traced)
+
+
 logger = Logger(logger_formatter=ContentFreeFormatter(serialize_stacktrace=False))
-tracer = Tracer()
+tracer = DeferredTracer()
 metrics = Metrics()
 
 
@@ -45,25 +91,36 @@ def invocation_deadline(context: LambdaContext) -> Iterator[Deadline | None]:
 
 @cache
 def settings() -> Settings:
+    from prme.settings import Settings
+
     return Settings()
 
 
 def _search_index_refused(reason: str) -> None:
+    from prme.backends.aws.resources import SEARCH_INDEX_REFUSED_METRIC
+
     logger.error("search index refused", extra={"reason": reason})
     metrics.add_metric(name=SEARCH_INDEX_REFUSED_METRIC, unit=MetricUnit.Count, value=1)
 
 
 def _usage_not_recorded(entries: int) -> None:
+    from prme.backends.aws.resources import USAGE_NOT_RECORDED_METRIC
+
     metrics.add_metric(name=USAGE_NOT_RECORDED_METRIC, unit=MetricUnit.Count, value=entries)
 
 
 def _with_tenant_metrics(usage: UsageLog) -> UsageLog:
+    from functions.usage_metrics import TenantMetricsUsageLog
+
     return TenantMetricsUsageLog(usage, _usage_not_recorded)
 
 
 @cache
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
+    from prme.backends.aws.service import open_aws
+    from prme.composition import build_embedder, build_extractor
+
     current = settings()
     return open_aws(
         current,

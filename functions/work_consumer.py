@@ -10,37 +10,41 @@ routes, and the message goes on to the DLQ.
 from __future__ import annotations
 
 import json
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.runtime import backend, invocation_deadline, logger, metrics, settings
 from prme.backends.aws.resources import queue_specs
-from prme.engine.work_refs import WorkRef
-from prme.errors import PrmeError
-from prme.model.enums import WorkFailure
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch import BatchProcessor
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 class WorkConsumer:
-    """Consumes the queue of one purpose ("materialize" or "extract")."""
+    """Consumes the queue of one purpose ("materialize" or "extract"); what it uses (the batch
+    processor, the engine's modules) is imported on the first batch, not with the handler."""
 
     def __init__(self, purpose: str) -> None:
         self.purpose = purpose
+
+    @cached_property
+    def _processor(self) -> BatchProcessor:
+        from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+
         # Report every failed record, even when all of them failed, instead of failing the
         # invocation.
-        self._processor = BatchProcessor(
-            event_type=EventType.SQS, raise_on_entire_batch_failure=False
-        )
+        return BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
     def record_handler(self, record: SQSRecord) -> None:
+        from prme.engine.work_refs import WorkRef
+        from prme.errors import PrmeError
+        from prme.model.enums import WorkFailure
+
         try:
             ref = WorkRef.from_message(json.loads(record.body))
         except (ValueError, RecursionError, PrmeError):
@@ -65,6 +69,8 @@ class WorkConsumer:
         metrics.add_metric(name="WorkMessages", unit=MetricUnit.Count, value=len(event["Records"]))
         # Records still waiting when the deadline is spent fail fast and SQS redelivers them,
         # instead of Lambda stopping the whole batch mid-write.
+        from aws_lambda_powertools.utilities.batch import process_partial_response
+
         with invocation_deadline(context):
             return process_partial_response(
                 event=event,

@@ -70,14 +70,15 @@ class DeadlineBoundClient:
         self._make = make
         self._steps = tuple(sorted(steps, reverse=True))
         self._lock = threading.Lock()
-        self._default = make(
-            Config(
-                # botocore's `max_attempts` counts retries; the total says what it means.
-                retries={"mode": "standard", "total_max_attempts": total_attempts},
-                connect_timeout=connect_timeout_s,
-                read_timeout=read_timeout_s,
-            )
+        # Built on first use, like the bounded ones: a request under a deadline never uses it,
+        # and building a client (loading its service model) is a good part of a cold start.
+        self._default_config = Config(
+            # botocore's `max_attempts` counts retries; the total says what it means.
+            retries={"mode": "standard", "total_max_attempts": total_attempts},
+            connect_timeout=connect_timeout_s,
+            read_timeout=read_timeout_s,
         )
+        self._default: Any = None
         # Longer than this is left: the defaults fit, hung dependency and retries included.
         self._default_worst_s = worst_case_s(connect_timeout_s, read_timeout_s, total_attempts)
         self._bounded: dict[tuple[float, int], Any] = {}
@@ -86,6 +87,10 @@ class DeadlineBoundClient:
         """The client for a call made now. Raises DeadlineSpentError when none fits."""
         remaining = remaining_seconds()
         if remaining is None or remaining >= self._default_worst_s:
+            if self._default is None:
+                with self._lock:
+                    if self._default is None:
+                        self._default = self._make(self._default_config)
             return self._default
         step = _step_for(remaining, self._steps)
         if step is None:
