@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,22 @@ def test_a_miss_builds_once_and_the_next_process_reads_the_file(
     assert builds == ["int8"]
     # No stray temporary files are left beside it.
     assert [p.name for p in tmp_path.iterdir()] == [graph_cache_file(tmp_path, "int8").name]
+
+
+@pytest.mark.usefixtures("new_process")
+@pytest.mark.usefixtures("builds")
+def test_writing_removes_what_killed_writers_left_but_not_a_write_under_way(
+    tmp_path: Path,
+) -> None:
+    abandoned = tmp_path / ".minilm-abandoned.tmp"
+    under_way = tmp_path / ".minilm-under-way.tmp"
+    for leftover in (abandoned, under_way):
+        leftover.write_bytes(b"part of a graph")
+    two_hours_ago = time.time() - 7200
+    os.utime(abandoned, (two_hours_ago, two_hours_ago))
+    MiniLmEmbedder(cache_dir=tmp_path).load()
+    assert not abandoned.exists()
+    assert under_way.exists()
 
 
 def _truncate(data: bytes) -> bytes:

@@ -9,6 +9,7 @@ vector spaces, so the precision is part of the model version.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ import os
 import struct
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,6 +95,8 @@ _GRAPH_CACHE_LOCK = threading.Lock()
 _CACHE_MAGIC = b"PRME-MINILM-GRAPH\n"
 _CACHE_HEADER = struct.Struct("<64sQI")
 _UNWRITABLE_LOGGED: set[Path] = set()
+# A temporary cache file this old was left by a killed writer (a write takes seconds).
+_ABANDONED_AFTER_S = 3600.0
 # Bytes read from each end of the weights file for the cache key (see `_graph_key`).
 _KEY_SAMPLE = 1 << 20
 
@@ -452,6 +456,7 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
         except OSError:
             Path(tmp_name).unlink(missing_ok=True)
             raise
+        _remove_abandoned_writes(path.parent)
     except OSError as exc:
         if path.parent not in _UNWRITABLE_LOGGED:
             _UNWRITABLE_LOGGED.add(path.parent)
@@ -461,6 +466,16 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
                 path.parent,
                 exc.strerror or type(exc).__name__,
             )
+
+
+def _remove_abandoned_writes(directory: Path) -> None:
+    """Delete temporary files that a process killed while writing left behind (tens of MB
+    each). Only old ones: a recent one may be another process's write under way."""
+    cutoff = time.time() - _ABANDONED_AFTER_S
+    for leftover in directory.glob(".minilm-*.tmp"):
+        with contextlib.suppress(OSError):
+            if leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
 
 
 def _build_graph(weights_path: Path, precision: Precision) -> bytes:
