@@ -70,10 +70,10 @@ _MAX_TOKENS = 256
 _SEQUENTIAL_TOKENIZE = 16
 _OPSET = 17
 # onnxruntime threads per run when none are given. An int8 run is one row (one record, one
-# query): one thread computes it as fast as two on an idle 2-core machine, and a second
-# thread that another process has preempted stalls every operator of the run, which made a
-# store several times slower on a busy machine (docs/quality.md, "Store path profile").
-# float32 runs batches of rows, where a second thread pays.
+# query), too small for a second thread to pay, and a second thread that another process
+# has preempted stalls every operator of the run: on a busy 2-core machine a store's model
+# run took half the CPU time and about two thirds of the wall time on one thread
+# (docs/quality.md, "Store path profile"). float32 runs batches of rows, where two pay.
 _DEFAULT_THREADS: dict[str, int] = {"int8": 1, "float32": 2}
 # Bumped whenever the graph layout changes, so a stale file in a cache dir is not reused.
 # Format 4: the word-embedding table left the graph (see `_word_table`).
