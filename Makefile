@@ -101,6 +101,7 @@ bench: install
 	$(BIN)/python -m benchmarks.alias_scan --quick
 	$(BIN)/python -m benchmarks.error_stall --quick
 	$(BIN)/python -m benchmarks.locomo_evidence --quick
+	$(BIN)/python -m benchmarks.learning_simulation --quick
 	$(BIN)/python -m benchmarks.updates --runs 1
 	$(BIN)/python -m benchmarks.crash_durability --trials 10
 	localstack/with_local_aws.sh $(BIN)/python -m benchmarks.aws_store_retrieve

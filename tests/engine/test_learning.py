@@ -97,6 +97,24 @@ def test_an_evaluation_learns_from_every_judged_retrieval_and_writes_nothing() -
     assert again == evaluation
 
 
+def test_a_later_false_label_outweighs_an_earlier_true_label_and_a_citation() -> None:
+    h = memory_harness()
+    request_ids = judged_owner(h, in_project=30, unfiltered=0, cite_every=10)
+    first = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+    assert first.skipped_retrievals == 0
+    # Retrieval 0 was cited, retrieval 1 judged: a later judgment takes both answers back.
+    h.clock.advance(minutes=1)
+    for request_id in request_ids[:2]:
+        receipt = h.engine.get_retrieval_receipt(ALICE, request_id)
+        labels = dict.fromkeys(receipt.returned_node_ids, False)
+        h.engine.record_relevance(
+            ALICE, RelevanceInput.model_validate({"request_id": request_id, "labels": labels})
+        )
+    later = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+    assert later.judged_retrievals == 30 and later.skipped_retrievals == 2
+    assert later.input_checksum != first.input_checksum
+
+
 def test_a_scoped_evaluation_counts_only_retrievals_filtered_to_those_scopes() -> None:
     h = memory_harness()
     judged_owner(h, in_project=30, unfiltered=12)
