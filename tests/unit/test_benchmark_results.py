@@ -40,7 +40,6 @@ UNCITED: set[tuple[str, str]] = {
     ("docs/quality.md", "Method"),
     ("docs/quality.md", "int8 weights (what pays for the sentence vectors)"),
     ("docs/quality.md", "Store path"),
-    ("docs/quality.md", "AWS backend"),
 }
 
 
