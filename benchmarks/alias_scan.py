@@ -227,7 +227,7 @@ def main() -> None:
         parameters={"quick": args.quick, "sizes": list(sizes)},
         started=run_start,
     )
-    print(f"wrote {out} ({results['wall_s']:.0f} s)")
+    print(f"({results['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":

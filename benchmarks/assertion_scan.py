@@ -11,7 +11,6 @@ and writes JSON. Report only: timings depend on the machine and are never assert
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import tempfile
@@ -20,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1k claims only")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     sizes = (1_000,) if args.quick else (1_000, 10_000, 50_000)
     out: Path = args.json or Path("benchmarks/results") / (
         "assertion_scan_quick.json" if args.quick else "assertion_scan.json"
@@ -128,8 +129,13 @@ def main() -> None:
         "sizes": [measure(size) for size in sizes],
     }
     print_table(results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
+    write_result(
+        out,
+        "benchmarks.assertion_scan",
+        results,
+        parameters={"quick": args.quick, "sizes": list(sizes)},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -341,7 +341,7 @@ def admission_costs(backend: AwsBackend, meter: Meter, count: int) -> dict[str, 
         OWNER.tenant_id,
         TenantLimits(
             requests_per_second=1000,
-            burst=10**9,
+            burst=10**6,  # a window of 1,000 s: the limit allows at most a day
             stored_records=10**9,
             stored_bytes=10**12,
             retrievals_per_day=10**9,

@@ -8,7 +8,6 @@ Run: `.venv/bin/python -m benchmarks.ingest_throughput [--quick]`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences
 from benchmarks.local_aws import fresh_aws
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.service import MemoryEngine
@@ -82,6 +82,7 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/ingest_throughput.json")
     )
     args = parser.parse_args()
+    run_start = start_run()
     total = 490 if args.quick else 2450
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,9 +105,13 @@ def main() -> None:
         f"rule extractor: {extraction['sentences_per_s']:.0f} sentences/s "
         f"({extraction['artifacts']} artifacts from {extraction['sentences']} sentences)"
     )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"fast_ingest": rows, "rule_extractor": extraction}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.ingest_throughput",
+        {"fast_ingest": rows, "rule_extractor": extraction},
+        parameters={"quick": args.quick},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

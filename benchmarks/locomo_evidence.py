@@ -49,9 +49,7 @@ import argparse
 import json
 import platform
 import re
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +60,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import percentile
 from benchmarks.memory_clients import aws_client, embedded_client
+from benchmarks.results import git_state
 from prme.client import MemoryClient
 from prme.http.schemas import RetrieveResponse
 from prme.settings import Settings
@@ -641,23 +640,8 @@ def print_table(results: dict[str, Any]) -> None:
 
 
 def git_commit() -> dict[str, Any] | None:
-    git = shutil.which("git")
-    if git is None:
-        return None
-    try:
-        head = subprocess.run(
-            [git, "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            [git, "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return {"commit": head, "dirty": bool(status.strip())}
+    commit, dirty = git_state()
+    return None if commit is None else {"commit": commit, "dirty": dirty}
 
 
 def conversation_files(data: Path, names: Sequence[str] | None) -> list[Path]:

@@ -14,7 +14,6 @@ asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import statistics
@@ -30,6 +29,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences, percentile
 from benchmarks.local_aws import fresh_aws
+from benchmarks.results import start_run, write_result
 from benchmarks.store_retrieve import QUERIES
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.aliases import MAX_NEW_PROPOSALS_PER_SCAN
@@ -417,6 +417,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=["embedded", "aws"], default="embedded")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     sizes = SIZES[(args.backend, args.quick)]
     # Quick runs write apart, so `make bench` never overwrites the full run's numbers.
     default_name = ("read_side" if args.backend == "embedded" else "aws_read_side") + (
@@ -447,9 +448,14 @@ def main() -> None:
     results["wall_s"] = time.perf_counter() - started
 
     print_table(results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {out} ({results['wall_s']:.0f} s)")
+    write_result(
+        out,
+        "benchmarks.read_side",
+        results,
+        parameters={"quick": args.quick, "backend": args.backend},
+        started=run_start,
+    )
+    print(f"({results['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":

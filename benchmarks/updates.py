@@ -444,7 +444,7 @@ def main() -> None:
         },
         started=run_start,
     )
-    print(f"wrote {out} ({results['wall_s']:.0f} s)")
+    print(f"({results['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -20,8 +20,6 @@ LAYOUT_DOCS = (ROOT / "docs" / "architecture.md", ROOT / "README.md")
 PATH_BASES = (ROOT, ROOT / "core", PACKAGE)
 # Folders searched for a file named without its folder (`cli.py`, a test file's name).
 NAME_SEARCH = ("core", "functions", "infra", "localstack", "benchmarks", "tests", "docs")
-# Benchmark output, written by a run and not kept in the repository.
-GENERATED = ("benchmarks/results/",)
 
 # A file path: words joined by slashes ending in a file extension, not part of a URL or of
 # an HTTP route (/openapi.json).
@@ -45,8 +43,8 @@ def _named_paths(text: str) -> Iterator[tuple[str, Path | None]]:
 
 
 def _exists(path: str, package: Path | None) -> bool:
-    if path.startswith(GENERATED):
-        return True
+    # A benchmark result a document quotes is committed like any other file (and tracked:
+    # tests/unit/test_benchmark_results.py).
     if package is not None:
         return (package / path).is_file()
     if "/" not in path:
@@ -141,6 +139,8 @@ def test_the_checks_catch_what_they_are_for() -> None:
     text = "See `engine/gone.py`, `GET /openapi.json` and https://example.org/a/b.json."
     assert missing_paths(text) == ["engine/gone.py"]
     assert missing_paths("`engine/store.py`, `prme/settings.py`, `cli.py`") == []
+    # A benchmark's result file is no exception: a quoted run is committed.
+    assert missing_paths("`benchmarks/results/gone.json`") == ["benchmarks/results/gone.json"]
     assert docstring_problem("import os\n") == "no module docstring"
     assert docstring_problem('"""\nOwns nothing."""\n') == "the docstring's first line is empty"
     assert docstring_problem('"""Owns the ledger."""\n') is None
