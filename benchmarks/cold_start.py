@@ -100,7 +100,11 @@ def source_interpreter() -> Interpreter:
 def asset_interpreter(asset: Path) -> Interpreter:
     # -I: no PYTHONPATH, no user site, no cwd; -S: no site-packages. Only stdlib + asset.
     setup = f"sys.path.insert(0, {str(asset)!r})\n"
-    return Interpreter(label="asset", flags=("-I", "-S"), path_setup=setup, env=dict(os.environ))
+    # -B: Lambda's /var/task is read-only, so an asset without .pyc files compiles every
+    # imported module again at each cold start; no run here may leave bytecode behind either.
+    return Interpreter(
+        label="asset", flags=("-I", "-S", "-B"), path_setup=setup, env=dict(os.environ)
+    )
 
 
 def module_exists(module: str) -> bool:
