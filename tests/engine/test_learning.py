@@ -6,9 +6,13 @@ unchanged: tests/engine/test_compact_receipts.py)."""
 from __future__ import annotations
 
 import hashlib
+import time
+from typing import Any
 
 import pytest
 
+from prme.engine import learning_fit
+from prme.engine.deadlines import deadline_scope, remaining_seconds
 from prme.engine.reads import get_receipt_record
 from prme.engine.retrieve import retrieve_memories
 from prme.errors import NotEnoughJudgmentsError
@@ -16,6 +20,7 @@ from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import RetrievalFilters, RetrieveInput, StoreInput
 from prme.model.learning import LearningInput, RankingWeights
+from prme.retrieval import weight_fit
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
 TOPICS = [
@@ -176,3 +181,64 @@ def test_a_retrieval_ranked_under_learned_weights_saves_them_and_replays_with_th
         for c in plain_receipt.candidates
         if "vector" in c.ranks
     )
+
+
+class _SlowClock:
+    """time.monotonic advancing by `step` seconds at each call of a patched function: work
+    that is slow on a busy Lambda, deterministic here."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.offset = 0.0
+        real = time.monotonic
+        monkeypatch.setattr(time, "monotonic", lambda: real() + self.offset)
+
+    def slow_down(
+        self, monkeypatch: pytest.MonkeyPatch, target: Any, name: str, step: float
+    ) -> None:
+        original = getattr(target, name)
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            self.offset += step
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(target, name, slow)
+
+
+def test_a_search_too_slow_for_the_deadline_stops_in_time_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = memory_harness()
+    judged_owner(h, in_project=40, unfiltered=0)
+    unbounded = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+    assert unbounded.complete and unbounded.search_complete
+    clock = _SlowClock(monkeypatch)
+    # Each re-ranked retrieval takes 10 ms: the whole search would take about 15 s.
+    clock.slow_down(monkeypatch, weight_fit, "rank_candidates", 0.01)
+    with deadline_scope(3.0):
+        evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+        left = remaining_seconds()
+    assert left is not None and left > 0
+    assert not evaluation.complete and not evaluation.search_complete
+    assert evaluation.unread_retrievals == 0
+    assert evaluation.train_size == unbounded.train_size
+    assert evaluation.proposal_train >= evaluation.baseline_train
+
+
+def test_receipts_too_slow_to_read_in_time_are_left_unread_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = memory_harness()
+    judged_owner(h, in_project=60, unfiltered=0)
+    clock = _SlowClock(monkeypatch)
+    clock.slow_down(monkeypatch, learning_fit, "get_receipt_record", 0.05)
+    with deadline_scope(4.0):
+        evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+        left = remaining_seconds()
+    assert left is not None and left > 0
+    assert not evaluation.complete and evaluation.unread_retrievals > 0
+    assert evaluation.judged_retrievals == 60
+    assert evaluation.train_size + evaluation.holdout_size == 60 - evaluation.unread_retrievals
+    # Too little time to read enough: the refusal says why.
+    clock.slow_down(monkeypatch, learning_fit, "get_receipt_record", 0.5)
+    with deadline_scope(4.0), pytest.raises(NotEnoughJudgmentsError, match="not read in the time"):
+        h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))

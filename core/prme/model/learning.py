@@ -116,8 +116,8 @@ class LearningEvaluation(BaseModel):
         description="Retrievals with a judgment or citation in scope whose receipt is still kept"
     )
     skipped_retrievals: int = Field(
-        description="Judged retrievals not used: receipt expired, out of scope, or no node "
-        "judged relevant among their fused candidates"
+        description="Judged retrievals not used: receipt expired, out of scope, no node "
+        "judged relevant among their fused candidates, beyond max_records, or not read in time"
     )
     train_size: int = Field(description="Judged retrievals not held out (the training part)")
     fit_size: int = Field(
@@ -140,4 +140,18 @@ class LearningEvaluation(BaseModel):
     input_checksum: str = Field(
         description="SHA-256 hex over the request ids and receipt checksums of the judged "
         "retrievals used (train and holdout), in id order: what the proposal was learned from"
+    )
+    complete: bool = Field(
+        default=True,
+        description="False when the request's time ran short: the receipts of some judged "
+        "retrievals were not read (unread_retrievals, also counted as skipped) or the search "
+        "stopped before its rounds ended (search_complete); the figures are still those of "
+        "the weights returned on the retrievals read. Ask again with a smaller max_records",
+    )
+    unread_retrievals: int = Field(
+        default=0, description="Judged retrievals whose receipts the time left no room to read"
+    )
+    search_complete: bool = Field(
+        default=True,
+        description="False when the search stopped before its rounds ended to answer in time",
     )
