@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import stat
 import struct
 import tempfile
 import threading
@@ -405,6 +406,8 @@ def _serialized_graph(
     weights_path = model_dir / "model.safetensors"
     key = _graph_key(weights_path, precision)
     cache_file = cache_dir / f"minilm-l6-{precision}-{key[:16]}.graph" if cache_dir else None
+    if cache_file is not None and not _private_directory(cache_file.parent):
+        cache_file = None
     with _GRAPH_CACHE_LOCK:
         graph = None if rebuild else _GRAPH_CACHE.get(key)
         from_memory = graph is not None
@@ -427,7 +430,13 @@ def _read_cache_file(path: Path, key: str) -> bytes | None:
     """The graph in `path` if the file is whole and was built for `key`; otherwise None (the
     caller rebuilds and replaces it): a cache file is never trusted beyond its checks."""
     try:
-        data = path.read_bytes()
+        # Not through a symbolic link, and only a file of this user's that no one else may
+        # change: a planted file can carry a valid key and checksum around another graph.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not _owned_privately(os.fstat(handle.fileno()), regular=True):
+                return None
+            data = handle.read()
     except OSError:
         return None  # absent or unreadable: rebuilding is always possible
     start = len(_CACHE_MAGIC) + _CACHE_HEADER.size
@@ -446,7 +455,9 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
     # costs a rebuild in the next process: logged once per directory, never raised.
     header = _CACHE_MAGIC + _CACHE_HEADER.pack(key.encode(), len(graph), zlib.crc32(graph))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private_directory(path.parent):
+            return
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".minilm-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -466,6 +477,38 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
                 path.parent,
                 exc.strerror or type(exc).__name__,
             )
+
+
+def _private_directory(directory: Path) -> bool:
+    """Whether a graph may be read from or written to `directory`: absent (created private
+    when written, if it can be), or owned by this user and writable by no one else. Else the graph is built
+    in memory, and that is logged once. A cache file's checksum tells a damaged file from a
+    whole one, not a graph another user planted in a shared directory from ours."""
+    try:
+        status = os.stat(directory)  # follows a link: the directory it names must be private
+    except OSError:
+        return True  # nothing to read there; a write creates it or fails (and says so)
+    if _owned_privately(status, regular=False):
+        return True
+    if directory not in _UNWRITABLE_LOGGED:
+        _UNWRITABLE_LOGGED.add(directory)
+        logger.warning(
+            "The embedding model's graph is not cached in %s: it belongs to another user or "
+            "others may write to it; each process builds it again (set PRME_MODEL_CACHE_DIR "
+            "to a directory of your own)",
+            directory,
+        )
+    return False
+
+
+def _owned_privately(status: os.stat_result, *, regular: bool) -> bool:
+    """Owned by this process's user and not writable by group or others (POSIX only;
+    elsewhere the platform's access control decides)."""
+    if regular and not stat.S_ISREG(status.st_mode):
+        return False
+    if not hasattr(os, "getuid"):
+        return True
+    return status.st_uid == os.getuid() and not status.st_mode & 0o022
 
 
 def _remove_abandoned_writes(directory: Path) -> None:
