@@ -10,12 +10,15 @@ give it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from prme.model.enums import Scope
 
 # The fused-ranking channels a channel weight can scale (retrieval/fusion.py rank names).
 CHANNELS: tuple[str, ...] = ("vector", "lexical")
+MAX_CHANNEL_WEIGHT = 100.0
 
 
 class RankingWeights(BaseModel):
@@ -47,6 +50,20 @@ class RankingWeights(BaseModel):
     correction_boost: float | None = Field(
         default=None, ge=0.0, le=10.0, description="Bonus for a record worded as a correction"
     )
+
+    @field_validator("channel_weights")
+    @classmethod
+    def _known_finite_channels(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        """A weight of a channel fusion has, between 0 and MAX_CHANNEL_WEIGHT: NaN or infinity
+        would make every score NaN (no order at all) and cannot be saved in a receipt's JSON."""
+        for name, weight in (value or {}).items():
+            if name not in CHANNELS:
+                raise ValueError(f"Unknown ranking channel: {name} (channels: {CHANNELS})")
+            if not math.isfinite(weight) or not 0.0 <= weight <= MAX_CHANNEL_WEIGHT:
+                raise ValueError(
+                    f"A channel weight must be a number from 0 to {MAX_CHANNEL_WEIGHT}: {name}"
+                )
+        return value
 
     def overrides(self) -> dict[str, object]:
         """The weights this profile sets, by `FusionConfig` field name (unset ones left out)."""
