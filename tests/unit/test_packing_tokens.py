@@ -3,12 +3,15 @@ retrievals); that is exact only because cl100k splits words at the same place.""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from prme.composition import open_backend
+from prme.retrieval import tokens
 from prme.retrieval.tokens import Cl100kTokenCounter
 from prme.settings import Settings
 
@@ -81,3 +84,25 @@ def test_an_opened_client_loads_the_vocabulary_without_being_asked(tmp_path: Pat
         assert counter._encoding is not None
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("shared", ["world_writable", "another_users"])
+def test_a_vocabulary_dir_others_control_is_not_written_through_their_links(
+    tmp_path: Path, shared: str
+) -> None:
+    # The default dir is under the shared temporary directory: another account can create it
+    # first and plant links where a writer's temporary file would go.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    cache_dir = tmp_path / "prme-tiktoken"
+    cache_dir.mkdir()
+    target = cache_dir / hashlib.sha1(tokens._CL100K_URL.encode()).hexdigest()  # noqa: S324
+    for name in (f"{target.name}.{os.getpid()}.tmp", target.name):
+        (cache_dir / name).symlink_to(victim)
+    if shared == "world_writable":
+        cache_dir.chmod(0o777)
+    else:
+        os.chown(cache_dir, 54321, 54321)
+    counter = Cl100kTokenCounter(cache_dir=cache_dir)
+    assert counter.count("hello world") == 2
+    assert victim.read_text() == "precious"

@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import os
-import stat
 import struct
 import tempfile
 import threading
@@ -32,6 +31,7 @@ from numpy.typing import NDArray
 from prme.embedding.segments import mean_by_group
 from prme.errors import EmbeddingModelMissingError, EmbeddingUnavailableError
 from prme.model.search import EmbeddingModelInfo
+from prme.private_files import owned_privately, private_or_absent
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -434,7 +434,7 @@ def _read_cache_file(path: Path, key: str) -> bytes | None:
         # change: a planted file can carry a valid key and checksum around another graph.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as handle:
-            if not _owned_privately(os.fstat(handle.fileno()), regular=True):
+            if not owned_privately(os.fstat(handle.fileno()), regular=True):
                 return None
             data = handle.read()
     except OSError:
@@ -481,14 +481,10 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
 
 def _private_directory(directory: Path) -> bool:
     """Whether a graph may be read from or written to `directory`: absent (created private
-    when written, if it can be), or owned by this user and writable by no one else. Else the graph is built
-    in memory, and that is logged once. A cache file's checksum tells a damaged file from a
-    whole one, not a graph another user planted in a shared directory from ours."""
-    try:
-        status = os.stat(directory)  # follows a link: the directory it names must be private
-    except OSError:
-        return True  # nothing to read there; a write creates it or fails (and says so)
-    if _owned_privately(status, regular=False):
+    when written, if it can be), or owned by this user and writable by no one else. Else the
+    graph is built in memory, and that is logged once. A cache file's checksum tells a damaged
+    file from a whole one, not a graph another user planted in a shared directory from ours."""
+    if private_or_absent(directory):
         return True
     if directory not in _UNWRITABLE_LOGGED:
         _UNWRITABLE_LOGGED.add(directory)
@@ -499,16 +495,6 @@ def _private_directory(directory: Path) -> bool:
             directory,
         )
     return False
-
-
-def _owned_privately(status: os.stat_result, *, regular: bool) -> bool:
-    """Owned by this process's user and not writable by group or others (POSIX only;
-    elsewhere the platform's access control decides)."""
-    if regular and not stat.S_ISREG(status.st_mode):
-        return False
-    if not hasattr(os, "getuid"):
-        return True
-    return status.st_uid == os.getuid() and not status.st_mode & 0o022
 
 
 def _remove_abandoned_writes(directory: Path) -> None:

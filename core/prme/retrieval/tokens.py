@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from prme.private_files import private_or_absent
+
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 _CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
@@ -71,7 +73,8 @@ class Cl100kTokenCounter:
                     encoding = _ENCODINGS.get(self._cache_dir)
                     if encoding is None:
                         vocabulary = self._install_vocabulary()
-                        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(self._cache_dir))
+                        if private_or_absent(self._cache_dir):
+                            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(self._cache_dir))
                         encoding = _ENCODINGS[self._cache_dir] = _cl100k(vocabulary)
                 self._encoding = encoding
             return self._encoding
@@ -93,10 +96,20 @@ class Cl100kTokenCounter:
         if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
             raise RuntimeError("bundled cl100k_base vocabulary does not match its known digest")
         try:
-            self._cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(target)
+            # The default directory is under the shared temporary directory, where another
+            # account may have created it first: write only to a directory of this user's,
+            # through a new file no link can redirect (mkstemp), renamed over the target.
+            self._cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not private_or_absent(self._cache_dir):
+                return data
+            fd, tmp = tempfile.mkstemp(dir=self._cache_dir, prefix=".cl100k-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, target)
+            except OSError:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         except OSError:
             pass  # a read-only cache dir: the vocabulary is in memory, placed again next time
         return data
