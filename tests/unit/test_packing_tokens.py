@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,37 @@ def test_a_vocabulary_dir_others_control_is_not_written_through_their_links(
     counter = Cl100kTokenCounter(cache_dir=cache_dir)
     assert counter.count("hello world") == 2
     assert victim.read_text() == "precious"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork only")
+def test_a_process_forked_while_the_vocabulary_loads_counts_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An opened client loads the vocabulary in a background thread; a fork then (a
+    # multiprocessing pool, a preforking server) copies the locks that thread holds.
+    parent = os.getpid()
+    loading, release = threading.Event(), threading.Event()
+    build = tokens._cl100k
+
+    def slow_build(vocabulary: bytes) -> object:
+        if os.getpid() == parent:
+            loading.set()
+            release.wait(30)
+        return build(vocabulary)
+
+    monkeypatch.setattr(tokens, "_cl100k", slow_build)
+    counter = Cl100kTokenCounter(cache_dir=tmp_path / "vocabulary")
+    background = threading.Thread(target=counter.load, daemon=True)
+    background.start()
+    assert loading.wait(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
+        child = os.fork()
+    if child == 0:
+        signal.alarm(30)  # a child that hangs is killed: SIGALRM
+        os._exit(0 if counter.count("hello world") == 2 else 1)
+    release.set()
+    background.join(30)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert counter.count("hello world") == 2

@@ -13,6 +13,7 @@ import hashlib
 import os
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,6 +34,8 @@ _COUNT_CACHE_ENTRIES = 50_000
 # The encoding, built once per process and shared by every counter (each engine has one).
 _ENCODINGS: dict[Path, object] = {}
 _ENCODINGS_LOCK = threading.Lock()
+# Every counter of the process, for `_after_fork_in_child`.
+_COUNTERS: weakref.WeakSet[Cl100kTokenCounter] = weakref.WeakSet()
 
 
 class Cl100kTokenCounter:
@@ -49,6 +52,7 @@ class Cl100kTokenCounter:
         self._lock = threading.Lock()
         # Record texts recur across retrievals (the same memories are packed again and again).
         self._counts: dict[str, int] = {}
+        _COUNTERS.add(self)
 
     def count(self, text: str) -> int:
         cached = self._counts.get(text)
@@ -113,6 +117,21 @@ class Cl100kTokenCounter:
         except OSError:
             pass  # a read-only cache dir: the vocabulary is in memory, placed again next time
         return data
+
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh locks. A fork copies a lock that another thread holds
+    (the background load an opened client starts) as held, with no thread left to release
+    it: the child's first count would wait forever. A load cut short left nothing behind (an
+    encoding is stored only when built), so the child loads again."""
+    global _ENCODINGS_LOCK  # noqa: PLW0603 (the lock itself must be a new one)
+    _ENCODINGS_LOCK = threading.Lock()
+    for counter in list(_COUNTERS):
+        counter._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cl100k(vocabulary: bytes) -> object:
