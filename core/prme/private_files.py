@@ -13,13 +13,14 @@ from pathlib import Path
 
 
 def owned_privately(status: os.stat_result, *, regular: bool) -> bool:
-    """Owned by this process's user and not writable by group or others (and a regular
-    file when `regular`). POSIX only: elsewhere the platform's access control decides."""
+    """Owned by this process's user (or by root, who could change anything anyway: a cache
+    built into a container image) and not writable by group or others (and a regular file
+    when `regular`). POSIX only: elsewhere the platform's access control decides."""
     if regular and not stat.S_ISREG(status.st_mode):
         return False
     if not hasattr(os, "getuid"):
         return True
-    return status.st_uid == os.getuid() and not status.st_mode & 0o022
+    return status.st_uid in (os.getuid(), 0) and not status.st_mode & 0o022
 
 
 def private_or_absent(directory: Path) -> bool:
