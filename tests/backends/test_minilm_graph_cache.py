@@ -5,9 +5,11 @@ it again, never trusts a damaged or stale file nor one others could have planted
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -364,3 +366,22 @@ def test_a_graph_planted_with_a_valid_key_and_checksum_is_not_loaded(
     vectors = MiniLmEmbedder(cache_dir=cache_dir).embed(TEXTS)
     assert builds == ["int8"]
     assert np.array_equal(vectors, built[1])
+
+
+def test_other_weights_of_the_same_shapes_get_another_key(tmp_path: Path) -> None:
+    # As another training of the model would: one middle layer's tensor changed throughout,
+    # the file's size, header, first and last MiB unchanged.
+    weights = tmp_path / "model.safetensors"
+    shutil.copyfile(_weights(), weights)
+    key = minilm._graph_key(weights, "int8")
+    data = bytearray(weights.read_bytes())
+    (header_size,) = struct.unpack_from("<Q", data)
+    header = json.loads(data[8 : 8 + header_size])
+    begin, end = (
+        8 + header_size + o
+        for o in header["encoder.layer.2.attention.self.query.weight"]["data_offsets"]
+    )
+    tensor = np.frombuffer(bytes(data[begin:end]), dtype="<f4") * np.float32(1.01)
+    data[begin:end] = tensor.astype("<f4").tobytes()
+    weights.write_bytes(bytes(data))
+    assert minilm._graph_key(weights, "int8") != key

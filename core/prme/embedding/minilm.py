@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -100,6 +100,8 @@ _UNWRITABLE_LOGGED: set[Path] = set()
 _ABANDONED_AFTER_S = 3600.0
 # Bytes read from each end of the weights file for the cache key (see `_graph_key`).
 _KEY_SAMPLE = 1 << 20
+# ... and from each end of each tensor (see `_tensor_samples`).
+_TENSOR_SAMPLE = 512
 
 logger = logging.getLogger(__name__)
 
@@ -373,24 +375,48 @@ def _word_table(weights_path: Path) -> NDArray[np.float32]:
 def _graph_key(weights_path: Path, precision: Precision) -> str:
     """Names what a graph is built from, cheaply: the weights file by its size and its first
     and last `_KEY_SAMPLE` bytes (the safetensors header with every tensor's offsets, and the
-    last layer's weights; hashing all 90 MB would cost more than reading the cached graph),
-    the model version, the precision and every constant of the build. Content, not
+    last layer's weights) and both ends of every tensor (hashing all 90 MB would cost more
+    than reading the cached graph), the model version, the precision and every constant of the build. Content, not
     modification times, so a copied or unpacked installation keeps its cache."""
     with weights_path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         head = handle.read(_KEY_SAMPLE)
         handle.seek(max(0, size - _KEY_SAMPLE))
         tail = handle.read(_KEY_SAMPLE)
+        tensors = _tensor_samples(handle, head)
     source = {
         "format": _GRAPH_FORMAT,
         "model": model_version(precision),
-        "weights": [size, hashlib.sha256(head + tail).hexdigest()],
+        "weights": [size, hashlib.sha256(head + tail + tensors).hexdigest()],
         "opset": _OPSET,
         "int8_limit": _INT8_WEIGHT_LIMIT,
         "layer_norm_eps": _LAYER_NORM_EPS,
         "shape": [_LAYERS, _HEADS, _HIDDEN],
     }
     return hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()
+
+
+def _tensor_samples(handle: BinaryIO, head: bytes) -> bytes:
+    """The first and last `_TENSOR_SAMPLE` bytes of each tensor the safetensors header lists
+    (about 0.1 MB for MiniLM's 101): the first and last MiB alone cover the embeddings, the
+    unused pooler and part of the last layer, not the five layers between, which any other
+    training of the same shapes changes throughout. Empty for a file without such a header."""
+    try:
+        (header_size,) = struct.unpack_from("<Q", head)
+        header = json.loads(head[8 : 8 + header_size])
+        spans = sorted(
+            (int(entry["data_offsets"][0]), int(entry["data_offsets"][1]))
+            for name, entry in header.items()
+            if name != "__metadata__"
+        )
+    except (struct.error, ValueError, TypeError, KeyError, AttributeError, IndexError):
+        return b""
+    parts = []
+    for begin, end in spans:
+        for offset in dict.fromkeys((begin, max(begin, end - _TENSOR_SAMPLE))):
+            handle.seek(8 + header_size + offset)
+            parts.append(handle.read(min(_TENSOR_SAMPLE, end - offset)))
+    return b"".join(parts)
 
 
 def graph_cache_file(cache_dir: Path, precision: Precision) -> Path:
