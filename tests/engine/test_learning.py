@@ -19,7 +19,7 @@ from prme.errors import NotEnoughJudgmentsError
 from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import RetrievalFilters, RetrieveInput, StoreInput
-from prme.model.learning import LearningInput, RankingWeights
+from prme.model.learning import LearningEvaluation, LearningInput, RankingWeights
 from prme.retrieval import weight_fit
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
@@ -204,6 +204,15 @@ class _SlowClock:
         monkeypatch.setattr(target, name, slow)
 
 
+def evaluated_in_time(h: Harness, seconds: float) -> LearningEvaluation:
+    """An evaluation under a deadline of `seconds`, which it answered before."""
+    with deadline_scope(seconds):
+        evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+        left = remaining_seconds()
+    assert left is not None and left > 0
+    return evaluation
+
+
 def test_a_search_too_slow_for_the_deadline_stops_in_time_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -214,10 +223,7 @@ def test_a_search_too_slow_for_the_deadline_stops_in_time_and_says_so(
     clock = _SlowClock(monkeypatch)
     # Each re-ranked retrieval takes 10 ms: the whole search would take about 15 s.
     clock.slow_down(monkeypatch, weight_fit, "rank_candidates", 0.01)
-    with deadline_scope(3.0):
-        evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
-        left = remaining_seconds()
-    assert left is not None and left > 0
+    evaluation = evaluated_in_time(h, 3.0)
     assert not evaluation.complete and not evaluation.search_complete
     assert evaluation.unread_retrievals == 0
     assert evaluation.train_size == unbounded.train_size
@@ -231,10 +237,7 @@ def test_receipts_too_slow_to_read_in_time_are_left_unread_and_counted(
     judged_owner(h, in_project=60, unfiltered=0)
     clock = _SlowClock(monkeypatch)
     clock.slow_down(monkeypatch, learning_fit, "get_receipt_record", 0.05)
-    with deadline_scope(4.0):
-        evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
-        left = remaining_seconds()
-    assert left is not None and left > 0
+    evaluation = evaluated_in_time(h, 4.0)
     assert not evaluation.complete and evaluation.unread_retrievals > 0
     assert evaluation.judged_retrievals == 60
     assert evaluation.train_size + evaluation.holdout_size == 60 - evaluation.unread_retrievals
