@@ -320,6 +320,15 @@ def test_the_default_cache_dir_is_under_the_home_directory_without_xdg(
     assert default_cache_dir() == tmp_path / ".cache" / "prme"
 
 
+@pytest.mark.parametrize("home", ["relative/home", "./home"])
+def test_no_default_cache_dir_for_a_relative_home(
+    monkeypatch: pytest.MonkeyPatch, home: str
+) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", home)
+    assert default_cache_dir() is None
+
+
 def test_the_word_table_is_the_weights_own_tensor() -> None:
     from safetensors.numpy import load_file
 
