@@ -6,16 +6,21 @@ unchanged: tests/engine/test_compact_receipts.py)."""
 from __future__ import annotations
 
 import hashlib
+import time
+from typing import Any
 
 import pytest
 
+from prme.engine import learning_fit
+from prme.engine.deadlines import deadline_scope, remaining_seconds
 from prme.engine.reads import get_receipt_record
 from prme.engine.retrieve import retrieve_memories
 from prme.errors import NotEnoughJudgmentsError
 from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationInput, RelevanceInput
 from prme.model.inputs import RetrievalFilters, RetrieveInput, StoreInput
-from prme.model.learning import LearningInput, RankingWeights
+from prme.model.learning import LearningEvaluation, LearningInput, RankingWeights
+from prme.retrieval import weight_fit
 from tests.harness.engines import ALICE, BOB, OTHER_TENANT_ALICE, Harness, memory_harness
 
 TOPICS = [
@@ -99,7 +104,8 @@ def test_an_evaluation_learns_from_every_judged_retrieval_and_writes_nothing() -
 
 def test_a_later_false_label_outweighs_an_earlier_true_label_and_a_citation() -> None:
     h = memory_harness()
-    request_ids = judged_owner(h, in_project=30, unfiltered=0, cite_every=10)
+    # 40: request ids are random, and so is the split; 30 left too few to fit about 1 in 50.
+    request_ids = judged_owner(h, in_project=40, unfiltered=0, cite_every=10)
     first = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
     assert first.skipped_retrievals == 0
     # Retrieval 0 was cited, retrieval 1 judged: a later judgment takes both answers back.
@@ -111,19 +117,19 @@ def test_a_later_false_label_outweighs_an_earlier_true_label_and_a_citation() ->
             ALICE, RelevanceInput.model_validate({"request_id": request_id, "labels": labels})
         )
     later = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
-    assert later.judged_retrievals == 30 and later.skipped_retrievals == 2
+    assert later.judged_retrievals == 40 and later.skipped_retrievals == 2
     assert later.input_checksum != first.input_checksum
 
 
 def test_a_scoped_evaluation_counts_only_retrievals_filtered_to_those_scopes() -> None:
     h = memory_harness()
-    judged_owner(h, in_project=30, unfiltered=12)
+    judged_owner(h, in_project=40, unfiltered=12)
     everything = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
-    assert everything.train_size + everything.holdout_size == 42
+    assert everything.train_size + everything.holdout_size == 52
     project = h.engine.evaluate_learning(
         ALICE, LearningInput(scopes=[Scope.PROJECT, Scope.PERSONAL], holdout_share=0.5)
     )
-    assert project.train_size + project.holdout_size == 30
+    assert project.train_size + project.holdout_size == 40
     assert project.skipped_retrievals == 12
     assert project.scopes == [Scope.PROJECT, Scope.PERSONAL]
     with pytest.raises(NotEnoughJudgmentsError, match="0 judged retrievals are usable"):
@@ -176,3 +182,67 @@ def test_a_retrieval_ranked_under_learned_weights_saves_them_and_replays_with_th
         for c in plain_receipt.candidates
         if "vector" in c.ranks
     )
+
+
+class _SlowClock:
+    """time.monotonic advancing by `step` seconds at each call of a patched function: work
+    that is slow on a busy Lambda, deterministic here."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.offset = 0.0
+        real = time.monotonic
+        monkeypatch.setattr(time, "monotonic", lambda: real() + self.offset)
+
+    def slow_down(
+        self, monkeypatch: pytest.MonkeyPatch, target: Any, name: str, step: float
+    ) -> None:
+        original = getattr(target, name)
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            self.offset += step
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(target, name, slow)
+
+
+def evaluated_in_time(h: Harness, seconds: float) -> LearningEvaluation:
+    """An evaluation under a deadline of `seconds`, which it answered before."""
+    with deadline_scope(seconds):
+        evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+        left = remaining_seconds()
+    assert left is not None and left > 0
+    return evaluation
+
+
+def test_a_search_too_slow_for_the_deadline_stops_in_time_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = memory_harness()
+    judged_owner(h, in_project=40, unfiltered=0)
+    unbounded = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+    assert unbounded.complete and unbounded.search_complete
+    clock = _SlowClock(monkeypatch)
+    # Each re-ranked retrieval takes 10 ms: the whole search would take about 15 s.
+    clock.slow_down(monkeypatch, weight_fit, "rank_candidates", 0.01)
+    evaluation = evaluated_in_time(h, 3.0)
+    assert not evaluation.complete and not evaluation.search_complete
+    assert evaluation.unread_retrievals == 0
+    assert evaluation.train_size == unbounded.train_size
+    assert evaluation.proposal_train >= evaluation.baseline_train
+
+
+def test_receipts_too_slow_to_read_in_time_are_left_unread_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = memory_harness()
+    judged_owner(h, in_project=60, unfiltered=0)
+    clock = _SlowClock(monkeypatch)
+    clock.slow_down(monkeypatch, learning_fit, "get_receipt_record", 0.05)
+    evaluation = evaluated_in_time(h, 4.0)
+    assert not evaluation.complete and evaluation.unread_retrievals > 0
+    assert evaluation.judged_retrievals == 60
+    assert evaluation.train_size + evaluation.holdout_size == 60 - evaluation.unread_retrievals
+    # Too little time to read enough: the refusal says why.
+    clock.slow_down(monkeypatch, learning_fit, "get_receipt_record", 0.5)
+    with deadline_scope(4.0), pytest.raises(NotEnoughJudgmentsError, match="not read in the time"):
+        h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))

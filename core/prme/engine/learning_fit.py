@@ -13,9 +13,10 @@ numbers; a profile is created from it (or not) by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from prme.engine.deadlines import remaining_seconds
 from prme.engine.deps import EngineDeps
 from prme.engine.feedback import CITATIONS, MAX_PAGE, RELEVANCE
 from prme.engine.journal import list_journal
@@ -48,6 +49,13 @@ MIN_HOLDOUT = 5
 # little chance of reaching the first ten under the weights tried, and each candidate costs
 # every re-ranking time (a retrieval that fills a budget fuses up to 300).
 MAX_CANDIDATES = 100
+# Under a request deadline (API Gateway answers 504 after 29 s): reading receipts stops once it
+# has used this share of what was left when the evaluation began; the search stops before a
+# trial when what is left would not cover that trial and the scoring of both whole parts
+# (estimated from the search's own pace) SCORING_MARGIN times over, plus the answer's share.
+READ_SHARE = 0.5
+SCORING_MARGIN = 2.0
+ANSWER_SHARE = 0.1
 
 
 @dataclass
@@ -88,8 +96,15 @@ def evaluate_learning(
             citation.cited_node_ids
         )
     scopes = frozenset(request.scopes) if request.scopes else None
+    budget = remaining_seconds()
+    read_until = None if budget is None else budget * (1 - READ_SHARE)
     usable: list[JudgedRetrieval] = []
-    for request_id in sorted(judgments)[: request.max_records]:
+    to_read = sorted(judgments)[: request.max_records]
+    read = 0
+    for request_id in to_read:
+        if read_until is not None and _left() <= read_until:
+            break
+        read += 1
         judged_retrieval = _judged(deps, owner, request_id, judgments[request_id], scopes)
         if judged_retrieval is not None:
             usable.append(judged_retrieval)
@@ -99,9 +114,21 @@ def evaluate_learning(
             f"Learning needs at least {MIN_TRAIN} judged retrievals to fit and {MIN_HOLDOUT} "
             f"held out; {len(usable)} judged retrievals are usable ({len(split.train)} to fit, "
             f"{len(split.holdout)} held out at holdout_share {request.holdout_share})"
+            + (
+                f"; {len(to_read) - read} more were not read in the time of this request"
+                if read < len(to_read)
+                else ""
+            )
         )
     baseline, baseline_profile_id = _baseline(deps, owner, request.scopes)
-    fit = evaluate_fit(split, baseline, max_fit=MAX_FIT_RETRIEVALS)
+    fit_on = len(split.fitted_on(MAX_FIT_RETRIEVALS))
+    scoring = 2 * (len(split.train) + len(split.holdout))
+    fit = evaluate_fit(
+        split,
+        baseline,
+        max_fit=MAX_FIT_RETRIEVALS,
+        go_on=None if budget is None else _pace_keeper(budget, fit_on + scoring),
+    )
     return LearningEvaluation(
         proposal=fit.proposal,
         baseline=baseline,
@@ -124,7 +151,29 @@ def evaluate_learning(
         recommend_margin=RECOMMEND_MARGIN,
         recommended=fit.recommended,
         input_checksum=input_checksum(usable),
+        complete=read == len(to_read) and fit.search_complete,
+        unread_retrievals=len(to_read) - read,
+        search_complete=fit.search_complete,
     )
+
+
+def _left() -> float:
+    left = remaining_seconds()
+    return float("inf") if left is None else left
+
+
+def _pace_keeper(budget: float, rankings_after: int) -> Callable[[int], bool]:
+    """Whether the search may start its next trial: what is left of the deadline must cover
+    that trial and the scoring after it (`rankings_after` re-ranked retrievals, at the pace
+    measured so far) SCORING_MARGIN times, and keep the answer's share of `budget`."""
+    started = _left()
+
+    def go_on(ranked: int) -> bool:
+        left = _left()
+        pace = (started - left) / max(ranked, 1)
+        return left - SCORING_MARGIN * pace * rankings_after > ANSWER_SHARE * budget
+
+    return go_on
 
 
 def _baseline(

@@ -10,12 +10,15 @@ give it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from prme.model.enums import Scope
 
 # The fused-ranking channels a channel weight can scale (retrieval/fusion.py rank names).
 CHANNELS: tuple[str, ...] = ("vector", "lexical")
+MAX_CHANNEL_WEIGHT = 100.0
 
 
 class RankingWeights(BaseModel):
@@ -47,6 +50,20 @@ class RankingWeights(BaseModel):
     correction_boost: float | None = Field(
         default=None, ge=0.0, le=10.0, description="Bonus for a record worded as a correction"
     )
+
+    @field_validator("channel_weights")
+    @classmethod
+    def _known_finite_channels(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        """A weight of a channel fusion has, between 0 and MAX_CHANNEL_WEIGHT: NaN or infinity
+        would make every score NaN (no order at all) and cannot be saved in a receipt's JSON."""
+        for name, weight in (value or {}).items():
+            if name not in CHANNELS:
+                raise ValueError(f"Unknown ranking channel: {name} (channels: {CHANNELS})")
+            if not math.isfinite(weight) or not 0.0 <= weight <= MAX_CHANNEL_WEIGHT:
+                raise ValueError(
+                    f"A channel weight must be a number from 0 to {MAX_CHANNEL_WEIGHT}: {name}"
+                )
+        return value
 
     def overrides(self) -> dict[str, object]:
         """The weights this profile sets, by `FusionConfig` field name (unset ones left out)."""
@@ -116,8 +133,8 @@ class LearningEvaluation(BaseModel):
         description="Retrievals with a judgment or citation in scope whose receipt is still kept"
     )
     skipped_retrievals: int = Field(
-        description="Judged retrievals not used: receipt expired, out of scope, or no node "
-        "judged relevant among their fused candidates"
+        description="Judged retrievals not used: receipt expired, out of scope, no node "
+        "judged relevant among their fused candidates, beyond max_records, or not read in time"
     )
     train_size: int = Field(description="Judged retrievals not held out (the training part)")
     fit_size: int = Field(
@@ -140,4 +157,18 @@ class LearningEvaluation(BaseModel):
     input_checksum: str = Field(
         description="SHA-256 hex over the request ids and receipt checksums of the judged "
         "retrievals used (train and holdout), in id order: what the proposal was learned from"
+    )
+    complete: bool = Field(
+        default=True,
+        description="False when the request's time ran short: the receipts of some judged "
+        "retrievals were not read (unread_retrievals, also counted as skipped) or the search "
+        "stopped before its rounds ended (search_complete); the figures are still those of "
+        "the weights returned on the retrievals read. Ask again with a smaller max_records",
+    )
+    unread_retrievals: int = Field(
+        default=0, description="Judged retrievals whose receipts the time left no room to read"
+    )
+    search_complete: bool = Field(
+        default=True,
+        description="False when the search stopped before its rounds ended to answer in time",
     )
