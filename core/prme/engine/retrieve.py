@@ -11,6 +11,7 @@ from typing import Any
 from prme.engine.contradiction_links import contradicted_by
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
+from prme.engine.ranking_profiles import profiled_fusion
 from prme.engine.session_context import SessionContext, expand_session_context
 from prme.errors import EmbeddingUnavailableError, PrmeError
 from prme.model.bindings import SavedValueBinding
@@ -233,6 +234,9 @@ def retrieve_memories(
         correction_boost=config.scoring.correction_boost,
         current_state_entities_last=config.scoring.current_state_entities_last,
     )
+    # The owner's learned profile for this scope filter, if one is active, sets its weights;
+    # the receipt saves the settings it made, so a replay ranks with them.
+    fusion_config, profile_id = profiled_fusion(deps, owner, flt.scopes, fusion_config)
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
     periods = mentioned_periods(request.query)
@@ -341,6 +345,7 @@ def retrieve_memories(
         reference_time=request.reference_time or now,
         config=ReceiptConfig(
             retrieval_profile=config.retrieval_profile,
+            ranking_profile_id=profile_id,
             fusion=fusion_config,
             mode=(request.mode or RetrievalMode.DEFAULT).value,
             limit=limit,
@@ -408,6 +413,7 @@ def retrieve_memories(
         backend_failures=candidates.failures,
         min_score_skipped=min_score_skipped,
         current_state_query=fusion_config.current_state,
+        ranking_profile_id=profile_id,
         limit=limit,
         token_budget=budget,
         tokens_used=packed.tokens_used,
