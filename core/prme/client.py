@@ -195,6 +195,7 @@ class _Calls:
         reference_time: datetime | str | None = None,
         context_format: Literal["reader", "auditable"] = "reader",
         ranking_multipliers: dict[str, float] | None = None,
+        ranking_profile: Literal["active", "none"] = "active",
     ) -> Call[schemas.RetrieveResponse]:
         body = _from_arguments(schemas.RetrieveRequest, locals())
         return Call(

@@ -155,3 +155,29 @@ def test_an_erased_owner_keeps_nothing_here_or_leaves_it_to_the_ledger(
         assert store.get_profile(ALICE, profile(1).profile_id) is None
         assert store.current_states(ALICE) == []
     assert store.get_profile(BOB, profile(2, BOB).profile_id) == profile(2, BOB)
+
+
+def test_of_changes_racing_from_one_state_exactly_one_lands(store: RankingProfileStore) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = change(1, "p1")
+    store.save_state(ALICE, first, replacing=None)
+    racers = [
+        change(2, f"p{n}", previous="p1").model_copy(update={"change_id": f"racer-{n}"})
+        for n in range(2, 8)
+    ]
+
+    def attempt(state: RankingProfileState) -> bool:
+        try:
+            store.save_state(ALICE, state, replacing=first.change_id)
+        except ConflictError:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=len(racers)) as pool:
+        landed = list(pool.map(attempt, racers))
+
+    assert landed.count(True) == 1
+    winner = racers[landed.index(True)]
+    assert store.current_states(ALICE) == [winner]
+    assert store.list_history(ALICE, "*", limit=10) == [winner, first]

@@ -226,6 +226,11 @@ def test_a_retrieval_is_ranked_by_its_exact_scope_slot_else_the_owner_wide_one()
     assert _retrieve(h, [Scope.PROJECT, Scope.PERSONAL]) == wide.profile_id
     active = h.engine.get_active_ranking_profile(ALICE, [Scope.PERSONAL])
     assert (active.state, active.profile, active.profile_slot_scopes) == (None, wide, [])
+    # A request may ask for the engine's settings instead, to compare.
+    plain = h.engine.retrieve(ALICE, RetrieveInput(query="green tea", ranking_profile="none"))
+    assert plain.metrics.ranking_profile_id is None
+    receipt = h.engine.get_retrieval_receipt(ALICE, plain.metrics.request_id)
+    assert receipt.config.fusion.rrf_k == h.engine.deps.config.scoring.rrf_k
 
 
 def test_receipts_name_the_profile_and_replay_its_ranking(any_backend: Harness) -> None:

@@ -148,11 +148,17 @@ def profile_for_retrieval(
 
 
 def profiled_fusion(
-    deps: EngineDeps, owner: OwnerKey, scopes: Iterable[Scope] | None, config: FusionConfig
+    deps: EngineDeps,
+    owner: OwnerKey,
+    scopes: Iterable[Scope] | None,
+    config: FusionConfig,
+    *,
+    wanted: bool = True,
 ) -> tuple[FusionConfig, str | None]:
     """A retrieval's fusion settings under the profile active for its scopes, and that
-    profile's id (the settings unchanged and None when none is)."""
-    profile = profile_for_retrieval(deps, owner, scopes)
+    profile's id (the settings unchanged and None when none is, or when the request asked
+    for none: nothing is read then)."""
+    profile = profile_for_retrieval(deps, owner, scopes) if wanted else None
     if profile is None:
         return config, None
     return weighted_fusion(config, profile.weights), profile.profile_id

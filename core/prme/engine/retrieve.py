@@ -236,7 +236,9 @@ def retrieve_memories(
     )
     # The owner's learned profile for this scope filter, if one is active, sets its weights;
     # the receipt saves the settings it made, so a replay ranks with them.
-    fusion_config, profile_id = profiled_fusion(deps, owner, flt.scopes, fusion_config)
+    fusion_config, profile_id = profiled_fusion(
+        deps, owner, flt.scopes, fusion_config, wanted=request.ranking_profile == "active"
+    )
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
     periods = mentioned_periods(request.query)

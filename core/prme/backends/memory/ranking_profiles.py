@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from prme.errors import ConflictError
 from prme.model.learning import RankingProfile, RankingProfileState
 from prme.model.records import OwnerKey
@@ -14,6 +16,8 @@ class InMemoryRankingProfileStore:
         self._profiles: dict[_Owner, dict[str, RankingProfile]] = {}
         # Per owner and slot: every change, oldest first; the last one is current.
         self._history: dict[_Owner, dict[str, list[RankingProfileState]]] = {}
+        # A change's check and append happen at once, as the real stores' conditional writes.
+        self._lock = threading.Lock()
 
     @staticmethod
     def _owner(owner: OwnerKey) -> _Owner:
@@ -46,11 +50,12 @@ class InMemoryRankingProfileStore:
     def save_state(
         self, owner: OwnerKey, state: RankingProfileState, *, replacing: str | None
     ) -> None:
-        changes = self._history.setdefault(self._owner(owner), {}).setdefault(state.slot, [])
-        current = changes[-1].change_id if changes else None
-        if current != replacing:
-            raise ConflictError("the slot changed since it was read")
-        changes.append(state)
+        with self._lock:
+            changes = self._history.setdefault(self._owner(owner), {}).setdefault(state.slot, [])
+            current = changes[-1].change_id if changes else None
+            if current != replacing:
+                raise ConflictError("the slot changed since it was read")
+            changes.append(state)
 
     def erase_owner(self, owner: OwnerKey) -> int:
         profiles = self._profiles.pop(self._owner(owner), {})
