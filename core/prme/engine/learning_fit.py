@@ -8,7 +8,9 @@ candidate does (the metric, NDCG@10, gains only from relevant nodes). Only fused
 be re-ranked: a label on a record that entered as session context is left out.
 
 Nothing is written: the evaluation reads judgments, citations and receipts, and returns
-numbers; a profile is created from it (or not) by the caller.
+numbers, with the body of `create_ranking_profile` that saves the proposal; a profile is
+created from it (or not) by the caller. The baseline is the owner's profile active for the
+scopes learned for, so a proposal is compared with what ranks their retrievals now.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from prme.engine.deps import EngineDeps
 from prme.engine.feedback import CITATIONS, MAX_PAGE, RELEVANCE
 from prme.engine.journal import list_journal
+from prme.engine.ranking_profiles import active_ranking_profile
 from prme.engine.reads import get_receipt_record
 from prme.errors import NotEnoughJudgmentsError, NotFoundError
 from prme.model.enums import Scope
@@ -28,7 +31,10 @@ from prme.model.learning import (
     MAX_FIT_RETRIEVALS,
     LearningEvaluation,
     LearningInput,
+    ProfileEvaluation,
+    RankingProfileInput,
     RankingWeights,
+    sorted_scopes,
 )
 from prme.model.records import JournalRecord, OwnerKey
 from prme.retrieval.receipts import RetrievalReceipt
@@ -102,6 +108,16 @@ def evaluate_learning(
         )
     baseline, baseline_profile_id = _baseline(deps, owner, request.scopes)
     fit = evaluate_fit(split, baseline, max_fit=MAX_FIT_RETRIEVALS)
+    checksum = input_checksum(usable)
+    holdout = ProfileEvaluation(
+        holdout_size=len(split.holdout),
+        metric=METRIC,
+        baseline_metric=fit.baseline_holdout,
+        proposal_metric=fit.proposal_holdout,
+        gain=fit.gain,
+        recommended=fit.recommended,
+        input_checksum=checksum,
+    )
     return LearningEvaluation(
         proposal=fit.proposal,
         baseline=baseline,
@@ -123,16 +139,26 @@ def evaluate_learning(
         gain=fit.gain,
         recommend_margin=RECOMMEND_MARGIN,
         recommended=fit.recommended,
-        input_checksum=input_checksum(usable),
+        input_checksum=checksum,
+        profile=RankingProfileInput(
+            scopes=sorted_scopes(request.scopes or ()),
+            weights=fit.proposal,
+            baseline_profile_id=baseline_profile_id,
+            evaluation=holdout,
+        ),
     )
 
 
 def _baseline(
-    _deps: EngineDeps, _owner: OwnerKey, _scopes: list[Scope] | None
+    deps: EngineDeps, owner: OwnerKey, scopes: list[Scope] | None
 ) -> tuple[RankingWeights, str | None]:
-    """The weights a proposal is compared with: neutral (each retrieval's own settings) until
-    ranking profiles can be activated; then the active profile of the scopes."""
-    return RankingWeights(), None
+    """The weights a proposal is compared with, and the profile they are: the owner's profile
+    active for these scopes now, by the rule a retrieval filtered to them follows (neutral,
+    each retrieval's own settings, when none is)."""
+    profile = active_ranking_profile(deps, owner, scopes)
+    if profile is None:
+        return RankingWeights(), None
+    return profile.weights, profile.profile_id
 
 
 def _records(deps: EngineDeps, owner: OwnerKey, prefix: str, most: int) -> Iterator[JournalRecord]:
