@@ -16,11 +16,7 @@ medians. The profile sets rrf_k only, which changes scores, not the work of a re
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.embedding.hashing import HashingEmbedder
 from prme.engine.config import EngineConfig
@@ -64,19 +61,6 @@ def _retrieve_ms(engine: MemoryEngine, count: int) -> float:
     return statistics.median(samples)
 
 
-def _commit() -> str:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],  # noqa: S607 - the developer's git
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return done.stdout.strip()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--records", type=int, default=500)
@@ -86,34 +70,26 @@ def main() -> None:
         "--json", type=Path, default=Path("benchmarks/results/ranking_profile_cost.json")
     )
     args = parser.parse_args()
+    started = start_run()
     with tempfile.TemporaryDirectory() as tmp:
         backend = open_embedded(Path(tmp) / "memory", embedder=HashingEmbedder())
         try:
             result = _measure(backend.engine, args)
         finally:
             backend.close()
-    result |= {
-        "command": "python -m benchmarks.ranking_profile_cost",
-        "parameters": {
-            "records": args.records,
-            "rounds": args.rounds,
-            "per_round": args.per_round,
-            "backend": "embedded (SQLite), hashing embedder",
-        },
-        "git_commit": _commit(),
-        "machine": {
-            "python": platform.python_version(),
-            "processor": platform.machine(),
-            "cpus": os.cpu_count(),
-        },
+    parameters = {
+        "records": args.records,
+        "rounds": args.rounds,
+        "per_round": args.per_round,
+        "backend": "embedded (SQLite), hashing embedder",
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(
+        args.json, "benchmarks.ranking_profile_cost", result, parameters=parameters, started=started
+    )
     print(f"{'measure':<44} {'value':>10}")
     table = cast(dict[str, float], result["table"])
     for name, value in table.items():
         print(f"{name:<44} {value:>10.3f}")
-    print(f"written to {args.json}")
 
 
 def _measure(engine: MemoryEngine, args: argparse.Namespace) -> dict[str, object]:
