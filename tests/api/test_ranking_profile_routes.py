@@ -1,6 +1,7 @@
 """The /v1/learning/profiles routes over HTTP on both backends: status codes and error bodies
 (each with its code), the slot routes before the profile-id route, nothing written on an
-error, and a retrieval ranked by the activated profile naming it."""
+error, a retrieval ranked by the activated profile naming it, and the body an evaluation
+answers saved as is."""
 
 from __future__ import annotations
 
@@ -123,6 +124,9 @@ def test_bad_input_is_a_422_and_saves_no_profile(api: Api) -> None:
         {"weights": {}, "evaluation": {**EVALUATION, "gain": 0.5}},
         {"weights": {}, "evaluation": {**EVALUATION, "input_checksum": "not hex"}},
         {"weights": {}, "colour": "red"},
+        # A channel the fusion does not rank, or a weight out of range, would fail retrievals.
+        {"weights": {"channel_weights": {"bm25": 2.0}}, "evaluation": EVALUATION},
+        {"weights": {"channel_weights": {"vector": 11.0}}, "evaluation": EVALUATION},
     ]
     for body in bodies:
         response = post(api, PROFILES, body)
@@ -143,3 +147,47 @@ def test_profiles_are_listed_in_pages_and_read_by_id(api: Api) -> None:
     assert one.status_code == 200
     assert one.json()["profile_id"] == ids[1]
     assert api.client.get(f"{PROFILES}/{ids[1]}", headers=api.bob).status_code == 404
+
+
+def test_an_evaluations_profile_body_is_saved_as_is_and_activated(api: Api) -> None:
+    """Judgments over HTTP, then the loop: evaluate, POST the evaluation's profile body
+    unchanged, activate; the next retrieval names the profile, one asking for none does not."""
+    topics = ["sailing", "violin", "pottery", "chess", "baking", "rowing", "karate", "tango"]
+    plain_of = {}
+    for topic in topics:
+        stored = post(api, "/v1/store", {"content": f"I go to {topic} practice every Saturday."})
+        plain_of[topic] = stored.json()["node_id"]
+        post(api, "/v1/store", {"content": f"Actually, correction: the {topic} club moved."})
+    for n in range(40):
+        topic = topics[n % len(topics)]
+        retrieval = post(api, "/v1/retrieve", {"query": f"{topic} practice", "limit": 5}).json()
+        first = retrieval["results"][0]["node_id"]
+        assert first != plain_of[topic]
+        labels = {plain_of[topic]: True, first: False}
+        judged = post(
+            api,
+            "/v1/relevance",
+            {"request_id": retrieval["metrics"]["request_id"], "labels": labels},
+        )
+        assert judged.status_code == 200, judged.text
+
+    evaluated = post(api, "/v1/learning/evaluate", {"holdout_share": 0.5})
+    assert evaluated.status_code == 200, evaluated.text
+    evaluation = evaluated.json()
+    assert evaluation["recommended"] and evaluation["baseline_profile_id"] is None
+    profile = post(api, PROFILES, evaluation["profile"])
+    assert profile.status_code == 200, profile.text
+    saved = profile.json()
+    assert saved["weights"] == evaluation["proposal"]
+    assert saved["evaluation"]["input_checksum"] == evaluation["input_checksum"]
+    activated = post(api, f"{PROFILES}/{saved['profile_id']}/activate", {})
+    assert activated.status_code == 200, activated.text
+
+    query = {"query": f"{topics[0]} practice", "limit": 5}
+    ranked = post(api, "/v1/retrieve", query).json()
+    assert ranked["metrics"]["ranking_profile_id"] == saved["profile_id"]
+    assert ranked["results"][0]["node_id"] == plain_of[topics[0]]
+    unranked = post(api, "/v1/retrieve", {**query, "ranking_profile": "none"}).json()
+    assert unranked["metrics"]["ranking_profile_id"] is None
+    again = post(api, "/v1/learning/evaluate", {"holdout_share": 0.5}).json()
+    assert again["baseline_profile_id"] == saved["profile_id"]
