@@ -211,10 +211,11 @@ def test_a_profile_with_an_unknown_channel_is_refused_when_saved() -> None:
     assert h.engine.list_ranking_profiles(ALICE, limit=10, after_id=None) == []
 
 
-def corrections_judged_irrelevant(h: Harness) -> dict[str, str]:
+def corrections_judged_irrelevant(h: Harness, *, profiled: bool = False) -> dict[str, str]:
     """Per topic a plain note and a note worded as a correction (which the engine's correction
-    boost ranks first); 40 retrievals whose judgments say the plain note was the relevant one
-    and the correction not. Returns the plain note of each topic."""
+    boost ranks first, unless an active profile turned it off: `profiled`); 40 retrievals whose
+    judgments say the plain note was the relevant one and another result not. Returns the
+    plain note of each topic."""
     plain_of: dict[str, str] = {}
     for topic in TOPICS:
         stored = h.engine.store(
@@ -227,8 +228,9 @@ def corrections_judged_irrelevant(h: Harness) -> dict[str, str]:
         topic = TOPICS[n % len(TOPICS)]
         response = h.engine.retrieve(ALICE, RetrieveInput(query=f"{topic} practice", limit=5))
         returned = [r.node_id for r in response.results]
-        assert returned[0] != plain_of[topic]
-        labels = {plain_of[topic]: True, returned[0]: False}
+        assert (returned[0] == plain_of[topic]) is profiled
+        other = next(node for node in returned if node != plain_of[topic])
+        labels = {plain_of[topic]: True, other: False}
         h.engine.record_relevance(
             ALICE,
             RelevanceInput.model_validate(
@@ -297,3 +299,23 @@ def test_judgments_evaluate_create_activate_retrieve_replay_and_roll_back(
     assert [state.action for state in history] == ["rollback", "deactivate", "activate"]
     # A receipt made before the deactivation still replays with the profile it was ranked by.
     assert h.engine.replay_retrieval(ALICE, ranked.metrics.request_id).matches
+
+
+def test_retrievals_ranked_by_an_earlier_profile_are_evaluated_as_ranked_today() -> None:
+    """Judged while a profile without the correction boost was active, then deactivated: the
+    neutral baseline re-ranks those receipts with the engine's weights, not the old profile's
+    (which ranked every plain note first), so the evaluation finds the boost to remove again."""
+    h = memory_harness()
+    earlier = h.engine.create_ranking_profile(
+        ALICE,
+        RankingProfileInput(weights=RankingWeights(correction_boost=0.0), evaluation=RECOMMENDING),
+    )
+    activated = h.engine.activate_ranking_profile(ALICE, earlier.profile_id, actor=OPERATOR)
+    corrections_judged_irrelevant(h, profiled=True)
+    h.engine.deactivate_ranking_profile(
+        ALICE, actor=OPERATOR, change_id=activated.change_id, scopes=[]
+    )
+    evaluation = h.engine.evaluate_learning(ALICE, LearningInput(holdout_share=0.5))
+    assert evaluation.baseline_profile_id is None
+    assert evaluation.baseline_holdout < 1.0 and evaluation.recommended
+    assert evaluation.proposal.correction_boost == 0.0

@@ -23,6 +23,7 @@ from prme.engine.feedback import CITATIONS, MAX_PAGE, RELEVANCE
 from prme.engine.journal import list_journal
 from prme.engine.ranking_profiles import active_ranking_profile
 from prme.engine.reads import get_receipt_record
+from prme.engine.retrieve import fusion_config_for
 from prme.errors import NotEnoughJudgmentsError, NotFoundError
 from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationRecord, RelevanceRecord
@@ -37,6 +38,7 @@ from prme.model.learning import (
     sorted_scopes,
 )
 from prme.model.records import JournalRecord, OwnerKey
+from prme.retrieval.fusion import FusionConfig
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.weight_fit import (
     METRIC,
@@ -191,6 +193,9 @@ def _judged(
     receipt = RetrievalReceipt.from_payload(saved.payload)
     if scopes is not None and not _within(receipt, scopes):
         return None
+    fusion = receipt.config.fusion
+    if receipt.config.ranking_profile_id is not None:
+        fusion = _without_profile(fusion, deps)
     candidates = tuple(receipt.fusion_inputs()[:MAX_CANDIDATES])
     fused = {c.node_id for c in candidates}
     relevant = judgments.relevant() & fused
@@ -199,9 +204,19 @@ def _judged(
     return JudgedRetrieval(
         request_id=request_id,
         receipt_checksum=saved.checksum,
-        fusion=receipt.config.fusion,
+        fusion=fusion,
         candidates=candidates,
         relevant=relevant,
+    )
+
+
+def _without_profile(fusion: FusionConfig, deps: EngineDeps) -> FusionConfig:
+    """A profiled receipt's fusion settings with every weight a profile can set back at the
+    engine's value, so the baseline and the proposal re-rank it as they would a retrieval
+    made today (a weight they leave unset must not keep the old profile's value)."""
+    engine = fusion_config_for(deps.config, "")
+    return fusion.model_copy(
+        update={name: getattr(engine, name) for name in RankingWeights.model_fields}
     )
 
 
