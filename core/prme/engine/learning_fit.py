@@ -8,7 +8,9 @@ candidate does (the metric, NDCG@10, gains only from relevant nodes). Only fused
 be re-ranked: a label on a record that entered as session context is left out.
 
 Nothing is written: the evaluation reads judgments, citations and receipts, and returns
-numbers; a profile is created from it (or not) by the caller.
+numbers, with the body of `create_ranking_profile` that saves the proposal; a profile is
+created from it (or not) by the caller. The baseline is the owner's profile active for the
+scopes learned for, so a proposal is compared with what ranks their retrievals now.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from prme.engine.deadlines import remaining_seconds
 from prme.engine.deps import EngineDeps
 from prme.engine.feedback import CITATIONS, MAX_PAGE, RELEVANCE
 from prme.engine.journal import list_journal
+from prme.engine.ranking_profiles import active_ranking_profile
 from prme.engine.reads import get_receipt_record
+from prme.engine.retrieve import fusion_config_for
 from prme.errors import NotEnoughJudgmentsError, NotFoundError
 from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationRecord, RelevanceRecord
@@ -29,9 +33,13 @@ from prme.model.learning import (
     MAX_FIT_RETRIEVALS,
     LearningEvaluation,
     LearningInput,
+    ProfileEvaluation,
+    RankingProfileInput,
     RankingWeights,
+    sorted_scopes,
 )
 from prme.model.records import JournalRecord, OwnerKey
+from prme.retrieval.fusion import FusionConfig
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.weight_fit import (
     METRIC,
@@ -129,6 +137,16 @@ def evaluate_learning(
         max_fit=MAX_FIT_RETRIEVALS,
         go_on=None if budget is None else _pace_keeper(budget, fit_on + scoring),
     )
+    checksum = input_checksum(usable)
+    holdout = ProfileEvaluation(
+        holdout_size=len(split.holdout),
+        metric=METRIC,
+        baseline_metric=fit.baseline_holdout,
+        proposal_metric=fit.proposal_holdout,
+        gain=fit.gain,
+        recommended=fit.recommended,
+        input_checksum=checksum,
+    )
     return LearningEvaluation(
         proposal=fit.proposal,
         baseline=baseline,
@@ -150,10 +168,16 @@ def evaluate_learning(
         gain=fit.gain,
         recommend_margin=RECOMMEND_MARGIN,
         recommended=fit.recommended,
-        input_checksum=input_checksum(usable),
+        input_checksum=checksum,
         complete=read == len(to_read) and fit.search_complete,
         unread_retrievals=len(to_read) - read,
         search_complete=fit.search_complete,
+        profile=RankingProfileInput(
+            scopes=sorted_scopes(request.scopes or ()),
+            weights=fit.proposal,
+            baseline_profile_id=baseline_profile_id,
+            evaluation=holdout,
+        ),
     )
 
 
@@ -177,11 +201,15 @@ def _pace_keeper(budget: float, rankings_after: int) -> Callable[[int], bool]:
 
 
 def _baseline(
-    _deps: EngineDeps, _owner: OwnerKey, _scopes: list[Scope] | None
+    deps: EngineDeps, owner: OwnerKey, scopes: list[Scope] | None
 ) -> tuple[RankingWeights, str | None]:
-    """The weights a proposal is compared with: neutral (each retrieval's own settings) until
-    ranking profiles can be activated; then the active profile of the scopes."""
-    return RankingWeights(), None
+    """The weights a proposal is compared with, and the profile they are: the owner's profile
+    active for these scopes now, by the rule a retrieval filtered to them follows (neutral,
+    each retrieval's own settings, when none is)."""
+    profile = active_ranking_profile(deps, owner, scopes)
+    if profile is None:
+        return RankingWeights(), None
+    return profile.weights, profile.profile_id
 
 
 def _records(deps: EngineDeps, owner: OwnerKey, prefix: str, most: int) -> Iterator[JournalRecord]:
@@ -214,6 +242,9 @@ def _judged(
     receipt = RetrievalReceipt.from_payload(saved.payload)
     if scopes is not None and not _within(receipt, scopes):
         return None
+    fusion = receipt.config.fusion
+    if receipt.config.ranking_profile_id is not None:
+        fusion = _without_profile(fusion, deps)
     candidates = tuple(receipt.fusion_inputs()[:MAX_CANDIDATES])
     fused = {c.node_id for c in candidates}
     relevant = judgments.relevant() & fused
@@ -222,9 +253,19 @@ def _judged(
     return JudgedRetrieval(
         request_id=request_id,
         receipt_checksum=saved.checksum,
-        fusion=receipt.config.fusion,
+        fusion=fusion,
         candidates=candidates,
         relevant=relevant,
+    )
+
+
+def _without_profile(fusion: FusionConfig, deps: EngineDeps) -> FusionConfig:
+    """A profiled receipt's fusion settings with every weight a profile can set back at the
+    engine's value, so the baseline and the proposal re-rank it as they would a retrieval
+    made today (a weight they leave unset must not keep the old profile's value)."""
+    engine = fusion_config_for(deps.config, "")
+    return fusion.model_copy(
+        update={name: getattr(engine, name) for name in RankingWeights.model_fields}
     )
 
 
