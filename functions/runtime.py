@@ -89,6 +89,28 @@ def invocation_deadline(context: LambdaContext) -> Iterator[Deadline | None]:
         yield deadline
 
 
+@contextmanager
+def deferred_model_builds() -> Iterator[None]:
+    """pydantic models whose classes are created inside are built on first use, not at class
+    creation (pydantic's `defer_build`, set on BaseModel's config for the duration only).
+
+    A cold start imports some 240 model classes (ours, FastAPI's OpenAPI document, the
+    settings) and its request uses a few: each one built when it first validates,
+    serializes or gives its schema. Classes created before or after keep pydantic's default."""
+    from pydantic import BaseModel
+
+    config = BaseModel.model_config
+    previous = config.get("defer_build")
+    config["defer_build"] = True
+    try:
+        yield
+    finally:
+        if previous is None:
+            config.pop("defer_build", None)
+        else:
+            config["defer_build"] = previous
+
+
 @cache
 def settings() -> Settings:
     from prme.settings import Settings
@@ -118,10 +140,11 @@ def _with_tenant_metrics(usage: UsageLog) -> UsageLog:
 @cache
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
-    from prme.backends.aws.service import open_aws
-    from prme.composition import build_embedder, build_extractor
+    with deferred_model_builds():
+        from prme.backends.aws.service import open_aws
+        from prme.composition import build_embedder, build_extractor
 
-    current = settings()
+        current = settings()
     return open_aws(
         current,
         embedder=build_embedder(current),
