@@ -16,6 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.runtime import (
     backend,
     deferred_model_builds,
+    garbage_collection_paused,
     invocation_deadline,
     logger,
     metrics,
@@ -47,6 +48,11 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 
 @cache
 def _adapter() -> Mangum:
+    with garbage_collection_paused():
+        return _build_adapter()
+
+
+def _build_adapter() -> Mangum:
     with deferred_model_builds():
         from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
         from mangum import Mangum

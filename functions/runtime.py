@@ -90,6 +90,25 @@ def invocation_deadline(context: LambdaContext) -> Iterator[Deadline | None]:
 
 
 @contextmanager
+def garbage_collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: a cold start's imports create hundreds of thousands
+    of objects, and the collector would walk them again and again (about an eighth of the API's
+    first request in CPU time). At the outermost exit what was built is frozen (moved out of the
+    collector's generations: it lives as long as the container) and collection resumes."""
+    import gc
+
+    if not gc.isenabled():
+        yield  # nested, or paused by someone else: theirs to resume
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+@contextmanager
 def deferred_model_builds() -> Iterator[None]:
     """pydantic models whose classes are created inside are built on first use, not at class
     creation (pydantic's `defer_build`, set on BaseModel's config for the duration only).
@@ -140,15 +159,16 @@ def _with_tenant_metrics(usage: UsageLog) -> UsageLog:
 @cache
 def backend() -> AwsBackend:
     """Opened on the first invocation, not at import: cold start stays free of I/O."""
-    with deferred_model_builds():
-        from prme.backends.aws.service import open_aws
-        from prme.composition import build_embedder, build_extractor
+    with garbage_collection_paused():
+        with deferred_model_builds():
+            from prme.backends.aws.service import open_aws
+            from prme.composition import build_embedder, build_extractor
 
-        current = settings()
-    return open_aws(
-        current,
-        embedder=build_embedder(current),
-        extractor=build_extractor(current),
-        on_index_refused=_search_index_refused,
-        observe_usage=_with_tenant_metrics,
-    )
+            current = settings()
+        return open_aws(
+            current,
+            embedder=build_embedder(current),
+            extractor=build_extractor(current),
+            on_index_refused=_search_index_refused,
+            observe_usage=_with_tenant_metrics,
+        )
