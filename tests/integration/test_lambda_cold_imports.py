@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,9 +78,11 @@ def lambda_environment() -> dict[str, str]:
     return env
 
 
-def imported_by(module: str) -> set[str]:
+def fresh_run(code: str) -> Any:
+    """The JSON that `code` prints last, run in a fresh interpreter with the functions'
+    environment."""
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(module=module)],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env=lambda_environment(),
@@ -87,7 +90,11 @@ def imported_by(module: str) -> set[str]:
         check=True,
         timeout=120,
     )
-    return set(json.loads(result.stdout.splitlines()[-1]))
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def imported_by(module: str) -> set[str]:
+    return set(fresh_run(_PROBE.format(module=module)))
 
 
 @pytest.mark.parametrize("entry_point", ENTRY_POINTS)
@@ -133,16 +140,7 @@ print(json.dumps(seen))
 
 def test_cold_start_scopes_defer_model_builds_and_collection_only_inside() -> None:
     # The API function builds its app inside both scopes (functions/api.py `_adapter`).
-    result = subprocess.run(
-        [sys.executable, "-c", _COLD_START_SCOPES],
-        capture_output=True,
-        text=True,
-        env=lambda_environment(),
-        cwd=REPO_ROOT,
-        check=True,
-        timeout=120,
-    )
-    seen = json.loads(result.stdout.splitlines()[-1])
+    seen = fresh_run(_COLD_START_SCOPES)
 
     assert seen == {
         "paused_after_a_nested_scope": True,
