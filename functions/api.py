@@ -1,7 +1,8 @@
 """The HTTP API: FastAPI behind API Gateway HTTP API (payload v2) through Mangum.
 
 The import brings only the handler and its Powertools decorators; FastAPI, the app's routes,
-Mangum and the backend are imported and built on the first request (`_adapter`).
+Mangum and the backend are imported and built on the first request (`_adapter`), and of the
+app's routes and pydantic models only those the request uses.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from typing import TYPE_CHECKING, Any, cast
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.runtime import backend, invocation_deadline, logger, metrics, settings, tracer
+from functions.runtime import (
+    backend,
+    deferred_model_builds,
+    garbage_collection_paused,
+    invocation_deadline,
+    logger,
+    metrics,
+    settings,
+    tracer,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,13 +48,19 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 
 @cache
 def _adapter() -> Mangum:
-    from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-    from mangum import Mangum
+    with garbage_collection_paused():
+        return _build_adapter()
 
-    from functions.api_stage import StagePrefix
-    from prme.http.app import create_app
-    from prme.http.auth import AuthPolicy
-    from prme.http.dependencies import ApiRuntime
+
+def _build_adapter() -> Mangum:
+    with deferred_model_builds():
+        from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+        from mangum import Mangum
+
+        from functions.api_stage import StagePrefix
+        from prme.http.app import create_app
+        from prme.http.auth import AuthPolicy
+        from prme.http.dependencies import ApiRuntime
 
     built = backend()
     app = create_app(

@@ -6,14 +6,17 @@ import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.engine.credentials import CredentialService
 from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.ports import Embedder, Extractor
 from prme.settings import Settings, default_cache_dir
+
+if TYPE_CHECKING:
+    # Imported where it is opened: the AWS functions build their embedder here too.
+    from prme.backends.embedded.service import EmbeddedBackend
 
 # A Converse answer takes seconds, a long extraction most of a minute. Without a deadline an
 # attempt and one retry, hung to these timeouts, still end well inside the extractor
@@ -100,6 +103,8 @@ def build_extractor(settings: Settings) -> Extractor:
 def open_embedded_from_settings(
     settings: Settings, data_dir: Path | None = None
 ) -> EmbeddedBackend:
+    from prme.backends.embedded.service import open_embedded
+
     backend = open_embedded(
         data_dir or settings.data_dir,
         embedder=build_embedder(settings),

@@ -113,6 +113,8 @@ def test_asset_fits_lambda_and_leaves_out_local_only_packages(
         assert not any(entry.startswith(f"{name}-") for entry in top_level), name
     assert {"prme", "boto3", "botocore", "opensearchpy", "mangum", "mcp"} <= top_level
     assert not (asset / "bin").exists()
+    # The token counter's vocabulary ships decoded (the build runs the target's Python here).
+    assert (asset / "prme" / "retrieval" / "cl100k_base.ranks").is_file()
 
 
 def test_manifest_pins_equal_the_lock(built: tuple[Path, dict[str, Any]]) -> None:

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,9 +78,11 @@ def lambda_environment() -> dict[str, str]:
     return env
 
 
-def imported_by(module: str) -> set[str]:
+def fresh_run(code: str) -> Any:
+    """The JSON that `code` prints last, run in a fresh interpreter with the functions'
+    environment."""
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(module=module)],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env=lambda_environment(),
@@ -87,7 +90,11 @@ def imported_by(module: str) -> set[str]:
         check=True,
         timeout=120,
     )
-    return set(json.loads(result.stdout.splitlines()[-1]))
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def imported_by(module: str) -> set[str]:
+    return set(fresh_run(_PROBE.format(module=module)))
 
 
 @pytest.mark.parametrize("entry_point", ENTRY_POINTS)
@@ -103,3 +110,43 @@ def test_importing_an_entry_point_defers_what_only_a_request_needs(entry_point: 
         if any(name == deferred or name.startswith(f"{deferred}.") for deferred in DEFERRED)
     )
     assert early == []
+
+
+_COLD_START_SCOPES = """
+import gc, json
+from pydantic import BaseModel
+from functions.runtime import deferred_model_builds, garbage_collection_paused
+
+seen = {}
+with garbage_collection_paused():
+    with garbage_collection_paused():
+        pass
+    seen["paused_after_a_nested_scope"] = not gc.isenabled()
+    with deferred_model_builds():
+        class Reply(BaseModel):
+            text: str
+seen["collecting_again"] = gc.isenabled()
+seen["built_at_creation"] = Reply.__pydantic_complete__
+
+class Later(BaseModel):
+    text: str
+
+seen["later_classes_built_at_creation"] = Later.__pydantic_complete__
+seen["validated"] = Reply.model_validate({"text": "hi"}).model_dump()
+seen["built_on_first_use"] = Reply.__pydantic_complete__
+print(json.dumps(seen))
+"""
+
+
+def test_cold_start_scopes_defer_model_builds_and_collection_only_inside() -> None:
+    # The API function builds its app inside both scopes (functions/api.py `_adapter`).
+    seen = fresh_run(_COLD_START_SCOPES)
+
+    assert seen == {
+        "paused_after_a_nested_scope": True,
+        "collecting_again": True,
+        "built_at_creation": False,
+        "later_classes_built_at_creation": True,
+        "validated": {"text": "hi"},
+        "built_on_first_use": True,
+    }

