@@ -124,11 +124,11 @@ def test_a_process_forked_while_the_vocabulary_loads_counts_in_the_child(
     loading, release = threading.Event(), threading.Event()
     build = tokens._cl100k
 
-    def slow_build(vocabulary: bytes) -> object:
+    def slow_build(ranks: dict[bytes, int]) -> object:
         if os.getpid() == parent:
             loading.set()
             release.wait(30)
-        return build(vocabulary)
+        return build(ranks)
 
     monkeypatch.setattr(tokens, "_cl100k", slow_build)
     counter = Cl100kTokenCounter(cache_dir=tmp_path / "vocabulary")
