@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import platform
 import statistics
 import sys
 import time
@@ -53,13 +51,13 @@ from benchmarks.locomo_evidence import (
     context_node_ids,
     conversation_files,
     embedder_label,
-    git_commit,
     load_conversation,
     normalize_evidence,
     store_conversation,
     truncate,
 )
 from benchmarks.memory_clients import embedded_client
+from benchmarks.results import start_run, write_result
 from prme.client import InProcessTransport, MemoryClient
 from prme.engine.identity import resolve_owner
 from prme.engine.retrieve import retrieve_memories
@@ -260,10 +258,10 @@ def run_conversation(
     )
 
 
-def print_table(results: dict[str, Any]) -> None:
+def print_table(parameters: dict[str, Any], results: dict[str, Any]) -> None:
     print(
-        f"Learning simulation on LoCoMo (held-out questions): embedder {results['embedder']}"
-        + (", quick" if results["options"]["quick"] else "")
+        f"Learning simulation on LoCoMo (held-out questions): embedder {parameters['embedder']}"
+        + (", quick" if parameters["quick"] else "")
     )
     header = (
         f"{'conversation':12} {'weights':9} {'questions':>9} {'top10':>7} {'context':>8} "
@@ -304,6 +302,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     default_json = (
         DEFAULT_JSON.with_name(f"{DEFAULT_JSON.stem}_quick.json") if args.quick else DEFAULT_JSON
     )
@@ -332,24 +331,21 @@ def main() -> None:
                     client, conversation, max_sessions=QUICK_SESSIONS if args.quick else None
                 )
             )
-    results: dict[str, Any] = {
-        "benchmark": "learning_simulation",
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
-        "git": git_commit(),
+    parameters: dict[str, Any] = {
         "backend": "embedded",
         "embedder": embedder_label(settings),
-        "options": {
-            "data": str(args.data),
-            "conversations": [p.stem for p in paths],
-            "quick": args.quick,
-            "max_sessions": QUICK_SESSIONS if args.quick else None,
-            "token_budget": TOKEN_BUDGET,
-            "top_k": TOP_K,
-            "held_out_share": HELD_OUT_SHARE,
-            "learning_holdout_share": LEARNING_HOLDOUT_SHARE,
-            "negatives_per_judgment": NEGATIVES_PER_JUDGMENT,
-            "engine_config": settings.engine.model_dump(mode="json"),
-        },
+        "data": str(args.data),
+        "conversations": [p.stem for p in paths],
+        "quick": args.quick,
+        "max_sessions": QUICK_SESSIONS if args.quick else None,
+        "token_budget": TOKEN_BUDGET,
+        "top_k": TOP_K,
+        "held_out_share": HELD_OUT_SHARE,
+        "learning_holdout_share": LEARNING_HOLDOUT_SHARE,
+        "negatives_per_judgment": NEGATIVES_PER_JUDGMENT,
+        "engine_config": settings.engine.model_dump(mode="json"),
+    }
+    results: dict[str, Any] = {
         "overall": {
             "held_out": {
                 "baseline": summarize([m for run in runs for m in run.baseline]),
@@ -361,10 +357,11 @@ def main() -> None:
         "conversations": [run.as_json() for run in runs],
         "wall_s": time.perf_counter() - started,
     }
-    print_table(results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {out} ({results['wall_s']:.0f} s)")
+    print_table(parameters, results)
+    print(f"wall time {results['wall_s']:.0f} s")
+    write_result(
+        out, "benchmarks.learning_simulation", results, parameters=parameters, started=run_start
+    )
 
 
 if __name__ == "__main__":
