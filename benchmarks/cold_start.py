@@ -100,7 +100,11 @@ def source_interpreter() -> Interpreter:
 def asset_interpreter(asset: Path) -> Interpreter:
     # -I: no PYTHONPATH, no user site, no cwd; -S: no site-packages. Only stdlib + asset.
     setup = f"sys.path.insert(0, {str(asset)!r})\n"
-    return Interpreter(label="asset", flags=("-I", "-S"), path_setup=setup, env=dict(os.environ))
+    # -B: Lambda's /var/task is read-only, so an asset without .pyc files compiles every
+    # imported module again at each cold start; no run here may leave bytecode behind either.
+    return Interpreter(
+        label="asset", flags=("-I", "-S", "-B"), path_setup=setup, env=dict(os.environ)
+    )
 
 
 def module_exists(module: str) -> bool:
@@ -110,19 +114,34 @@ def module_exists(module: str) -> bool:
         return False
 
 
+def run_child(
+    interpreter: Interpreter,
+    code: str,
+    *,
+    importtime: bool = False,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter of `interpreter` (with `-X importtime` if asked)."""
+    profile = ("-X", "importtime") if importtime else ()
+    return subprocess.run(
+        [sys.executable, *interpreter.flags, *profile, "-c", code],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=interpreter.env if env is None else env,
+        cwd=REPO_ROOT,
+        check=False,
+        timeout=timeout,
+    )
+
+
 def time_import(interpreter: Interpreter, module: str) -> tuple[float, float, float]:
     """(import ms, whole-process ms, import CPU ms) for one fresh interpreter."""
     code = _TIMER.format(path_setup=interpreter.path_setup, module=module)
     started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, *interpreter.flags, "-c", code],
-        capture_output=True,
-        text=True,
-        env=interpreter.env,
-        cwd=REPO_ROOT,
-        check=False,
-        timeout=120,
-    )
+    result = run_child(interpreter, code)
     wall_ms = (time.perf_counter() - started) * 1000.0
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -134,15 +153,7 @@ def time_import(interpreter: Interpreter, module: str) -> tuple[float, float, fl
 def slowest_dependencies(interpreter: Interpreter, module: str, count: int = 5) -> list[list[Any]]:
     """Top-level packages with the largest cumulative import time (from -X importtime)."""
     code = _TIMER.format(path_setup=interpreter.path_setup, module=module)
-    result = subprocess.run(
-        [sys.executable, *interpreter.flags, "-X", "importtime", "-c", code],
-        capture_output=True,
-        text=True,
-        env=interpreter.env,
-        cwd=REPO_ROOT,
-        check=False,
-        timeout=120,
-    )
+    result = run_child(interpreter, code, importtime=True)
     totals: dict[str, int] = {}
     for line in result.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -198,15 +209,7 @@ def import_shares(interpreter: Interpreter, module: str) -> list[list[Any]]:
         f"import sys\n{interpreter.path_setup}"
         f"sys.stderr.write({PHASE_MARK!r} + 'import\\n')\nimport {module}\n"
     )
-    result = subprocess.run(
-        [sys.executable, *interpreter.flags, "-X", "importtime", "-c", code],
-        capture_output=True,
-        text=True,
-        env=interpreter.env,
-        cwd=REPO_ROOT,
-        check=False,
-        timeout=120,
-    )
+    result = run_child(interpreter, code, importtime=True)
     # Only what follows the mark: the interpreter's own start-up imports are not the module's.
     return ranked_shares(self_times_by_package(phases(result.stderr).get("import", [])))
 
@@ -455,16 +458,7 @@ def first_request(
     code = _FIRST_REQUEST.format(
         path_setup=interpreter.path_setup, module=module, mark=PHASE_MARK, result_mark=RESULT_MARK
     )
-    result = subprocess.run(
-        [sys.executable, *interpreter.flags, "-c", code],
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=REPO_ROOT,
-        check=False,
-        timeout=180,
-    )
+    result = run_child(interpreter, code, stdin=json.dumps(event), env=environment, timeout=180)
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"first request of {module} failed: {last}")
@@ -482,15 +476,8 @@ def first_request_shares(
     code = _FIRST_REQUEST.format(
         path_setup=interpreter.path_setup, module=module, mark=PHASE_MARK, result_mark=RESULT_MARK
     )
-    result = subprocess.run(
-        [sys.executable, *interpreter.flags, "-X", "importtime", "-c", code],
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=REPO_ROOT,
-        check=False,
-        timeout=180,
+    result = run_child(
+        interpreter, code, importtime=True, stdin=json.dumps(event), env=environment, timeout=180
     )
     grouped = phases(result.stderr)
     return {
@@ -499,8 +486,22 @@ def first_request_shares(
     }
 
 
-def _summary(samples: list[dict[str, Any]], key: str) -> float:
-    return round(statistics.median(float(sample[key]) for sample in samples), 1)
+_TIMINGS = (
+    "import_ms",
+    "import_cpu_ms",
+    "handler_ms",
+    "first_request_ms",
+    "first_request_cpu_ms",
+    "warm_request_ms",
+)
+
+
+def _medians(samples: list[dict[str, Any]]) -> dict[str, float]:
+    """`<timing>_median` of each of the child's timings over the samples."""
+    return {
+        f"{key}_median": round(statistics.median(float(sample[key]) for sample in samples), 1)
+        for key in _TIMINGS
+    }
 
 
 def measure_first_requests(interpreter: Interpreter, runs: int) -> dict[str, Any]:
@@ -522,17 +523,7 @@ def measure_first_requests(interpreter: Interpreter, runs: int) -> dict[str, Any
             "request": "POST /v1/retrieve, limit 10, API Gateway HTTP API payload 2.0",
             "status": answer["statusCode"],
             "results_returned": len(found),
-            **{
-                f"{key}_median": _summary(api_samples, key)
-                for key in (
-                    "import_ms",
-                    "import_cpu_ms",
-                    "handler_ms",
-                    "first_request_ms",
-                    "first_request_cpu_ms",
-                    "warm_request_ms",
-                )
-            },
+            **_medians(api_samples),
             "target_ms": FIRST_REQUEST_TARGET_MS,
             "shares_ms": first_request_shares(interpreter, "functions.api", retrieve, env),
         }
@@ -555,17 +546,7 @@ def measure_first_requests(interpreter: Interpreter, runs: int) -> dict[str, Any
         results["materializer"] = {
             "request": "one SQS record naming a pending materialize work item",
             "batch_item_failures": len(worker_samples[-1]["first"]["batchItemFailures"]),
-            **{
-                f"{key}_median": _summary(worker_samples, key)
-                for key in (
-                    "import_ms",
-                    "import_cpu_ms",
-                    "handler_ms",
-                    "first_request_ms",
-                    "first_request_cpu_ms",
-                    "warm_request_ms",
-                )
-            },
+            **_medians(worker_samples),
             "shares_ms": shares,
         }
     return results
