@@ -7,7 +7,8 @@ Run: `.venv/bin/python -m benchmarks.locomo_ablation [--quick] [--only NAME,...]
 [--json PATH]`. Every row is one full `benchmarks.locomo_evidence` run in a fresh process
 with one setting changed through its environment variable, so nothing else differs
 between rows. The rows run one after another (never in parallel: latencies would
-interfere). Prints a table and writes JSON with every row's overall numbers.
+interfere). Prints a table and writes JSON with every row's overall numbers and those of each half of
+the development split (`locomo_evidence.SPLITS`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,27 @@ def run_row(env_overrides: dict[str, str], quick: bool, extra: list[str]) -> dic
         "context_tokens_mean": overall["context_tokens_mean"],
         "retrieve_p50_ms": overall["retrieve_p50_ms"],
         "stores_per_s": results["store"]["stores_per_s"],
+        # Each half of the development split apart (locomo_evidence.SPLITS), so a technique's
+        # gain can be checked on both.
+        "halves": {
+            half: {
+                "all_in_context_pct": split["overall"]["all_evidence_in_context_pct"],
+                "multi_hop_pct": split["multi_hop"].get("all_evidence_in_context_pct"),
+                "top10_pct": split["overall"]["all_evidence_in_top10_pct"],
+            }
+            for half, split in results.get("splits", {}).items()
+        },
     }
+
+
+def _half(row: dict[str, Any], half: str) -> str:
+    numbers = row["halves"].get(half)
+    if numbers is None:
+        return "-"
+    return (
+        f"{numbers['all_in_context_pct']:.1f}/{numbers['multi_hop_pct'] or 0:.1f}/"
+        f"{numbers['top10_pct']:.1f}"
+    )
 
 
 def main() -> None:
@@ -94,7 +115,8 @@ def main() -> None:
     baseline: dict[str, Any] | None = None
     print(
         f"{'configuration':32} {'in ctx':>7} {'diff':>6} {'multi':>6} {'top10':>6} "
-        f"{'tokens':>7} {'p50 ms':>7} {'store/s':>8}"
+        f"{'tokens':>7} {'p50 ms':>7} {'store/s':>8} {'A ctx/multi/top10':>18} "
+        f"{'B ctx/multi/top10':>18}"
     )
     for name, label, overrides in ROWS:
         if wanted is not None and name not in wanted:
@@ -115,7 +137,7 @@ def main() -> None:
             f"{label:32} {row['all_in_context_pct']:6.1f}% {diff:+6.1f} "
             f"{row['multi_hop_pct'] or 0:5.1f}% {row['top10_pct']:5.1f}% "
             f"{row['context_tokens_mean']:7.0f} {row['retrieve_p50_ms']:7.1f} "
-            f"{row['stores_per_s']:8.1f}",
+            f"{row['stores_per_s']:8.1f} {_half(row, 'A'):>18} {_half(row, 'B'):>18}",
             flush=True,
         )
     write_result(

@@ -1,7 +1,8 @@
 """Retrieval quality on LoCoMo: do the evidence turns each question needs reach the packed context?
 
 Run: `.venv/bin/python -m benchmarks.locomo_evidence [--quick] [--backend embedded|aws]
-[--data DIR] [--conversations 26,30] [--embedder minilm|hashing] [--json PATH]`.
+[--data DIR] [--conversations 26,30 | --split A|B|all] [--embedder minilm|hashing]
+[--json PATH]`.
 
 Everything goes through the public `MemoryClient`; the benchmark never reads the engine.
 
@@ -39,6 +40,11 @@ either way. Results are reported per category and overall (rows cover the scored
 questions), with store throughput, as a printed table and JSON (per conversation and per
 question too). Numbers are measured, never asserted.
 
+`--split` asks one fixed half of the development conversations (`SPLITS`): tune a
+technique on one half, check it on the other, keep it only when it helps both. The halves
+are balanced by scored questions (A 411 with 74 multi-hop, B 349 with 68) and fixed here,
+not chosen per run.
+
 `--quick` (for CI) takes the first two conversations, keeps their first eight sessions,
 and asks only the questions whose valid evidence lies entirely within those sessions.
 """
@@ -71,6 +77,12 @@ TOKEN_BUDGET = 4096
 TOP_K = 10
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 QUICK_CONVERSATIONS = 2
+# The two halves of the development conversations for split-half checks (docs/quality.md).
+SPLITS: dict[str, tuple[str, ...]] = {
+    "A": ("26", "30", "43"),
+    "B": ("41", "42"),
+    "all": ("26", "30", "41", "42", "43"),
+}
 QUICK_SESSIONS = 8
 WARM_UP_QUERY = "What happened recently?"
 # A missed turn counts as a "session neighbour" miss when a turn this close to it in the
@@ -441,22 +453,25 @@ class ConversationRun:
         }
 
 
-def run_conversation(
+@dataclass
+class Asked:
+    outcomes: list[Outcome]
+    adversarial: int
+    out_of_scope: int
+
+
+def ask_conversation(
     client: MemoryClient,
     conversation: Conversation,
-    *,
-    max_sessions: int | None = None,
+    node_to_dia: dict[str, str],
+    kept_ids: set[str],
     progress: Progress = _stderr,
-) -> ConversationRun:
-    """Store the conversation (or its first `max_sessions` sessions) and ask its questions."""
-    started = time.perf_counter()
+) -> Asked:
+    """Ask every scored question of a stored conversation (one warm-up retrieval first)
+    whose evidence lies in `kept_ids`."""
     known = {turn.dia_id for turn in conversation.turns}
-    kept = truncate(conversation, max_sessions) if max_sessions else conversation
-    kept_ids = {turn.dia_id for turn in kept.turns}
     user_id = f"locomo-{conversation.name}"
-    stats = store_conversation(client, kept, user_id, progress)
     client.retrieve(WARM_UP_QUERY, user_id=user_id, token_budget=TOKEN_BUDGET)
-
     asked: list[tuple[Question, Evidence]] = []
     adversarial = out_of_scope = 0
     for question in conversation.questions:
@@ -476,20 +491,37 @@ def run_conversation(
                 conversation.name,
                 question=question,
                 evidence=evidence,
-                node_to_dia=stats.node_to_dia,
+                node_to_dia=node_to_dia,
                 user_id=user_id,
             )
         )
         if i % 50 == 0 or i == len(asked):
             progress(f"  {conversation.name}: asked {i}/{len(asked)} questions")
+    return Asked(outcomes, adversarial, out_of_scope)
+
+
+def run_conversation(
+    client: MemoryClient,
+    conversation: Conversation,
+    *,
+    max_sessions: int | None = None,
+    progress: Progress = _stderr,
+) -> ConversationRun:
+    """Store the conversation (or its first `max_sessions` sessions) and ask its questions."""
+    started = time.perf_counter()
+    kept = truncate(conversation, max_sessions) if max_sessions else conversation
+    kept_ids = {turn.dia_id for turn in kept.turns}
+    user_id = f"locomo-{conversation.name}"
+    stats = store_conversation(client, kept, user_id, progress)
+    asked = ask_conversation(client, conversation, stats.node_to_dia, kept_ids, progress)
     return ConversationRun(
         name=conversation.name,
         sessions=len(kept.sessions),
         store=stats,
-        outcomes=outcomes,
+        outcomes=asked.outcomes,
         questions_in_file=len(conversation.questions),
-        adversarial_skipped=adversarial,
-        out_of_scope=out_of_scope,
+        adversarial_skipped=asked.adversarial,
+        out_of_scope=asked.out_of_scope,
         wall_s=time.perf_counter() - started,
     )
 
@@ -575,8 +607,26 @@ def report(runs: Sequence[ConversationRun]) -> dict[str, Any]:
             **{key: sum(n[key] for n in noise) for key in noise[0]},
         },
         "conversations": [conversation_row(run) for run in runs],
+        "splits": split_rows(runs),
         "questions": [o.as_json() for o in outcomes],
     }
+
+
+def split_rows(runs: Sequence[ConversationRun]) -> dict[str, dict[str, Any]]:
+    """The overall and multi-hop rows of each half (`SPLITS` A and B) whose conversations
+    were all run, so one run of both halves reports each half apart."""
+    by_name = {run.name: run for run in runs}
+    rows: dict[str, dict[str, Any]] = {}
+    for half in ("A", "B"):
+        if not all(name in by_name for name in SPLITS[half]):
+            continue
+        outcomes = [o for name in SPLITS[half] for o in by_name[name].outcomes]
+        rows[half] = {
+            "conversations": list(SPLITS[half]),
+            "overall": summarize(outcomes),
+            "multi_hop": summarize([o for o in outcomes if o.question.category == 1]),
+        }
+    return rows
 
 
 def print_table(parameters: dict[str, Any], results: dict[str, Any]) -> None:
@@ -623,6 +673,14 @@ def print_table(parameters: dict[str, Any], results: dict[str, Any]) -> None:
         f"{totals['evidence_ids_unparseable']} unparseable and "
         f"{totals['evidence_ids_nonexistent']} naming no turn"
     )
+    for half, split in results.get("splits", {}).items():
+        overall, multi_hop = split["overall"], split["multi_hop"]
+        print(
+            f"  half {half} ({','.join(split['conversations'])}): {overall['questions']} scored, "
+            f"all in ctx {overall['all_evidence_in_context_pct']:5.1f}%, multi-hop "
+            f"{multi_hop.get('all_evidence_in_context_pct', 0.0):5.1f}%, top10 "
+            f"{overall['all_evidence_in_top10_pct']:5.1f}%, p50 {overall['retrieve_p50_ms']:.1f} ms"
+        )
     for row in results["conversations"]:
         overall = row["categories"]["overall"]
         if not overall["questions"]:
@@ -664,6 +722,12 @@ def main() -> None:
     )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--conversations", default=None, help="file names, e.g. 26,30")
+    parser.add_argument(
+        "--split",
+        choices=sorted(SPLITS),
+        default=None,
+        help="one fixed half of the development conversations (A or B), or all of them",
+    )
     parser.add_argument("--quick", action="store_true", help="a CI-sized subset")
     parser.add_argument("--backend", choices=["embedded", "aws"], default="embedded")
     parser.add_argument(
@@ -681,11 +745,17 @@ def main() -> None:
         default_json = default_json.with_name(f"aws_{default_json.name}")
     if args.quick:
         default_json = default_json.with_name(f"{default_json.stem}_quick.json")
+    if args.split in ("A", "B"):
+        default_json = default_json.with_name(f"{default_json.stem}_split_{args.split}.json")
     out: Path = args.json or default_json
 
+    if args.split and args.conversations:
+        parser.error("--split and --conversations name the conversations twice; give one")
     names = (
         [n.strip() for n in args.conversations.split(",") if n.strip()]
         if args.conversations
+        else list(SPLITS[args.split])
+        if args.split
         else None
     )
     paths = conversation_files(args.data, names)
@@ -713,6 +783,7 @@ def main() -> None:
         "embedder": embedder_label(settings),
         "data": str(args.data),
         "conversations": [p.stem for p in paths],
+        "split": args.split,
         "quick": args.quick,
         "max_sessions": QUICK_SESSIONS if args.quick else None,
         "token_budget": TOKEN_BUDGET,

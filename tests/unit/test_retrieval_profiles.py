@@ -27,6 +27,7 @@ TODAYS_DEFAULTS: dict[str, Any] = {
     "scoring.time_mention_boost": 1.0,
     "scoring.session_neighbour_weight": 0.2,
     "scoring.session_neighbour_span": 2,
+    "scoring.weak_lexical_share": 0.3,
     "retrieval.session_context_anchors": 10,
     "retrieval.session_context_radius": 2,
     "packing.reader_layout": "sessions",
@@ -49,6 +50,7 @@ def fusion_of(config: EngineConfig) -> FusionConfig:
     return FusionConfig(
         recency_boost=scoring.rrf_recency_boost,
         current_state=True,
+        weak_lexical_share=scoring.weak_lexical_share,
         speaker_boost=scoring.speaker_boost,
         time_mention_boost=scoring.time_mention_boost,
         session_neighbour_weight=scoring.session_neighbour_weight,
@@ -59,7 +61,7 @@ def fusion_of(config: EngineConfig) -> FusionConfig:
 def test_every_technique_and_every_setting_is_listed_once() -> None:
     names = [t.name for t in TECHNIQUES]
     paths = [path for t in TECHNIQUES for path in t.off]
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 13
     assert len(paths) == len(set(paths))
     # Every fusion step is one of the listed techniques, in the same module.
     assert {step.name for step in FUSION_STEPS} <= set(names)

@@ -121,7 +121,10 @@ def test_a_reply_that_shares_no_words_with_the_query_rises_with_its_question() -
     assert saved.config.fusion.session_neighbour_weight == 0.2
     assert saved.replay_ranking() == saved.saved_ranking()
 
-    off = memory_harness(EngineConfig(scoring=ScoringConfig(session_neighbour_weight=0.0)))
+    # The weak-lexical rule off too: the tie below is between two lexical hits.
+    off = memory_harness(
+        EngineConfig(scoring=ScoringConfig(session_neighbour_weight=0.0, weak_lexical_share=0.0))
+    )
     reply, other = conversation(off)
     ranked, receipt = ranks(off)
     # Both match "saturday" alone; without the term, the newer record wins the tie.

@@ -40,6 +40,9 @@ class ScoringConfig(BaseModel):
     rrf_k: int = Field(default=20, ge=1)
     rrf_recency_boost: float = Field(default=0.25, ge=0.0, le=10.0)
     rrf_tie_break: str = Field(default="event_time", pattern="^(event_time|none)$")
+    # A lexical hit whose BM25 score is below this share of the best hit's counts in the
+    # other channel only: it matched a common word of the query and little else.
+    weak_lexical_share: float = Field(default=0.3, ge=0.0, lt=1.0)
     # Records spoken by someone the query names score this much more (2.0: three times).
     speaker_boost: float = Field(default=2.0, ge=0.0, le=10.0)
     # Records said on a day, month or year the query names score this much more.

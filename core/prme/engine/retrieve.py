@@ -39,6 +39,7 @@ from prme.retrieval.fusion import (
     context_scores,
     fuse,
     query_features,
+    weak_lexical_hits,
 )
 from prme.retrieval.packing import PackedContext, pack_context, packing_order
 from prme.retrieval.query_analysis import (
@@ -201,6 +202,7 @@ def fusion_config_for(
         recency_boost=config.scoring.rrf_recency_boost,
         tie_break=config.scoring.rrf_tie_break,
         current_state=asks_for_current_state(query),
+        weak_lexical_share=config.scoring.weak_lexical_share,
         speaker_boost=config.scoring.speaker_boost,
         time_mention_boost=config.scoring.time_mention_boost,
         session_neighbour_weight=config.scoring.session_neighbour_weight,
@@ -212,6 +214,15 @@ def fusion_config_for(
     if ranking_weights is None:
         return fusion_config
     return apply_weights(fusion_config, ranking_weights)
+
+
+def drop_weak_lexical_ranks(candidates: Candidates, share: float) -> None:
+    """Weak lexical hits (`weak_lexical_hits`) are fused without their lexical rank."""
+    if share <= 0:
+        return
+    lexical = {nid: s["lexical"] for nid, s in candidates.scores.items() if "lexical" in s}
+    for node_id in weak_lexical_hits(lexical, share):
+        candidates.ranks[node_id].pop("lexical", None)
 
 
 def retrieve_memories(
@@ -249,6 +260,7 @@ def retrieve_memories(
     searched = time.perf_counter()
 
     fusion_config = fusion_config_for(config, request.query, ranking_weights)
+    drop_weak_lexical_ranks(candidates, fusion_config.weak_lexical_share)
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
     periods = mentioned_periods(request.query)

@@ -53,6 +53,11 @@ class FusionConfig(BaseModel):
     current_state: bool = Field(
         default=False, description="True when the query asks for the current state"
     )
+    weak_lexical_share: float = Field(
+        default=0.0,
+        description="A lexical hit whose BM25 score is below this share of the best hit's "
+        "is fused without its lexical rank (0 disables); saved so a receipt says so",
+    )
     speaker_boost: float = Field(
         default=0.0,
         description="Multiplier bonus for a candidate spoken by a person the query names "
@@ -244,6 +249,22 @@ def context_scores(
         for node_id, anchor in anchor_of.items()
         if node_id in fetched
     }
+
+
+def weak_lexical_hits(lexical_scores: Mapping[str, float], share: float) -> set[str]:
+    """The lexical hits whose score (higher is better) is below `share` of the best one's.
+
+    Such a hit matched little more than a common word of the query ("new", "feel"), yet its
+    rank would count as much as a semantic match of the same rank: the lexical channel's
+    100th hit is rarely worth the 100th nearest vector. Retrieval fuses it without its
+    lexical rank (it keeps its other channels' ranks and stays a candidate); the receipt's
+    ranks are those fused, so replay needs nothing more."""
+    if share <= 0 or not lexical_scores:
+        return set()
+    best = max(lexical_scores.values())
+    if best <= 0:
+        return set()
+    return {node_id for node_id, score in lexical_scores.items() if score < share * best}
 
 
 def _apply_feature_boost(fused: list[FusedCandidate], feature: str, boost: float) -> None:

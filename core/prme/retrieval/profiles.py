@@ -34,6 +34,13 @@ class Technique:
 
 TECHNIQUES: tuple[Technique, ...] = (
     Technique(
+        name="weak_lexical",
+        does="a lexical hit scoring below a share of the best lexical hit is fused without "
+        "its lexical rank",
+        acts_in="retrieval/fusion.py weak_lexical_hits, applied in engine/retrieve.py",
+        off={"scoring.weak_lexical_share": 0.0},
+    ),
+    Technique(
         name="speaker_boost",
         does="records spoken by a person the query names score (1 + boost) times as much",
         acts_in="retrieval/fusion.py step speaker_boost",
