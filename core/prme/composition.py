@@ -107,6 +107,7 @@ def open_embedded_from_settings(
         config=settings.engine,
         synchronous=settings.sqlite_synchronous,
         limits=settings.limits,
+        vector_search=settings.vector_search,
     )
     _load_in_background(backend.engine.deps.token_counter)
     return backend

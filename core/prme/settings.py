@@ -23,6 +23,7 @@ from pydantic_settings import (
 from prme.engine.config import EngineConfig
 from prme.model.input_policy import DEFAULT_MAX_BODY_BYTES, LAMBDA_PAYLOAD_BYTES
 from prme.model.limits import TenantLimits
+from prme.model.search import VectorSearchSettings
 from prme.retrieval.response_size import DEFAULT_MAX_RESPONSE_BYTES
 
 ENV_PREFIX = "PRME_"
@@ -137,6 +138,9 @@ class Settings(BaseSettings):
     openai_model: str | None = None
     openai_api_key: SecretStr | None = None
     sqlite_synchronous: Literal["normal", "full"] = "normal"
+    # Embedded vector search: exact below PRME_VECTOR_SEARCH__APPROXIMATE_FROM rows of an owner,
+    # approximate (clusters, PRME_VECTOR_SEARCH__PROBE of them scored) from there on.
+    vector_search: VectorSearchSettings = Field(default_factory=VectorSearchSettings)
     # HTTP request bodies past this many bytes are refused with 413 while being read.
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     # A retrieval response (HTTP and MCP) holds ranked records until this many bytes, measured

@@ -222,3 +222,20 @@ def test_segmented_input_needs_non_empty_groups() -> None:
     assert MiniLmEmbedder().embed_segmented([]).shape == (0, 384)
     with pytest.raises(ValueError, match="at least one segment"):
         MiniLmEmbedder().embed_segmented([["one"], []])
+
+
+@needs_weights
+def test_a_repeated_query_reuses_its_vector_without_running_the_model(
+    int8_embedder: MiniLmEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = int8_embedder.embed(["When is the dentist appointment?"])
+    first[0, 0] = 42.0  # a caller's change to its copy does not reach the next caller
+
+    def no_model(*args: object) -> None:
+        raise AssertionError("the model ran for a text it had just embedded")
+
+    monkeypatch.setattr(int8_embedder, "_segment_vectors", no_model)
+    again = int8_embedder.embed(["When is the dentist appointment?"])
+    monkeypatch.undo()
+    assert again[0, 0] != 42.0
+    assert np.array_equal(again, int8_embedder.embed(["When is the dentist appointment?", "x"])[:1])

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,10 @@ def _pack(tokens: list[list[int]], owners: list[int]) -> list[_Row]:
     return rows
 
 
+# Single texts whose vectors an embedder keeps (about 1.5 KiB each).
+_RECENT_TEXTS = 256
+
+
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 sentence vectors (384-d, mean-pooled, L2-normalised), offline and CPU-only.
 
@@ -173,6 +178,10 @@ class MiniLmEmbedder:
         self._intra_op_threads = intra_op_threads
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
+        # The vectors of the latest single texts embedded (queries, mostly): a text's vector
+        # depends only on that text, so a repeated query skips the model.
+        self._recent: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._recent_lock = threading.Lock()
         self._info = EmbeddingModelInfo(
             name=MODEL_NAME, version=model_version(precision), dimension=DIMENSION
         )
@@ -188,10 +197,22 @@ class MiniLmEmbedder:
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if len(texts) == 0:
             return np.zeros((0, DIMENSION), dtype=np.float32)
+        if len(texts) == 1:
+            with self._recent_lock:
+                recent = self._recent.get(texts[0])
+                if recent is not None:
+                    self._recent.move_to_end(texts[0])
+                    return recent.copy()
         runtime = self._ensure_runtime()
         tokens = self._tokenize(runtime, texts)
         rows = [_Row(ids=ids, spans=((0, len(ids), i),)) for i, ids in enumerate(tokens)]
-        return self._segment_vectors(runtime, rows, len(texts))
+        vectors = self._segment_vectors(runtime, rows, len(texts))
+        if len(texts) == 1:
+            with self._recent_lock:
+                self._recent[texts[0]] = vectors.copy()
+                if len(self._recent) > _RECENT_TEXTS:
+                    self._recent.popitem(last=False)
+        return vectors
 
     def embed_segmented(self, groups: Sequence[Sequence[str]]) -> NDArray[np.float32]:
         """One vector per group: the normalised mean of its segments' own vectors.

@@ -165,3 +165,14 @@ class IndexHits(BaseModel):
     lexical: tuple[tuple[str, float], ...] = ()
     semantic: dict[str, float] = Field(default_factory=dict)
     vector_failure: str | None = None
+
+
+class VectorSearchSettings(BaseModel):
+    """How the embedded index searches an owner's vectors: exactly (every row scored) up to
+    `approximate_from` rows, above it through clusters (`probe` nearest ones scored exactly),
+    falling back to exact whenever the filters leave too few rows in the probed clusters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    approximate_from: int = Field(default=50_000, ge=1)
+    probe: int = Field(default=24, ge=1)

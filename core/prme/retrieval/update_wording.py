@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 _CHANGE = re.compile(
     r"\b(now|nowadays|these days|lately|any ?more|no longer|no more|moved|relocated|"
@@ -27,6 +28,8 @@ _FIRST_PERSON = re.compile(
 )
 
 
+# Both tests run on every candidate of every retrieval: the latest records' answers are kept.
+@lru_cache(maxsize=16384)
 def worded_as_change(text: str) -> bool:
     """True when the speaker says something of theirs changed, or names it as the present one."""
     return _CHANGE.search(text) is not None and _FIRST_PERSON.search(text) is not None
@@ -39,6 +42,7 @@ _CORRECTION = re.compile(
 )
 
 
+@lru_cache(maxsize=16384)
 def worded_as_correction(text: str) -> bool:
     """True when the text corrects something said before: it is meant to replace it."""
     return _CORRECTION.search(text) is not None

@@ -26,6 +26,7 @@ from prme.engine.limits import LimitGate
 from prme.engine.service import MemoryEngine
 from prme.model.limits import TenantLimits
 from prme.model.records import WorkItem
+from prme.model.search import VectorSearchSettings
 from prme.ports import Clock, Embedder, Extractor
 from prme.retrieval.tokens import Cl100kTokenCounter, TokenCounter
 
@@ -78,11 +79,14 @@ def open_embedded(
     synchronous: Synchronous = "normal",
     recover_pending: bool = True,
     limits: TenantLimits | None = None,
+    vector_search: VectorSearchSettings | None = None,
 ) -> EmbeddedBackend:
     """Open (or create) a data directory and finish any work a previous process left pending."""
     private_directory(data_dir)
     ledger = SqliteLedger(data_dir / LEDGER_FILE, synchronous=synchronous)
-    index = SqliteVectorIndex(data_dir / INDEX_FILE, synchronous=synchronous)
+    index = SqliteVectorIndex(
+        data_dir / INDEX_FILE, synchronous=synchronous, vector_search=vector_search
+    )
     usage = SqliteUsageLog(data_dir / USAGE_FILE, synchronous=synchronous)
     if embedder is None:
         from prme.embedding.minilm import MiniLmEmbedder

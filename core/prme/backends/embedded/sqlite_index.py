@@ -12,7 +12,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,13 +23,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from prme.backends.embedded.sqlite import Synchronous, connect
+from prme.backends.embedded.vector_clusters import VectorClusters
 from prme.backends.query_words import query_words
 from prme.backends.session_order import alternate
 from prme.errors import IndexUnavailableError
 from prme.model.conditions import ConditionState
 from prme.model.enums import EpistemicType
 from prme.model.records import OwnerKey
-from prme.model.search import IndexDocument, IndexFilter, IndexHits, IndexQuery
+from prme.model.search import (
+    IndexDocument,
+    IndexFilter,
+    IndexHits,
+    IndexQuery,
+    VectorSearchSettings,
+)
 
 logger = logging.getLogger("prme.index")
 
@@ -95,23 +102,120 @@ def match_expression(text: str) -> str | None:
 
 @dataclass
 class _OwnerVectors:
+    """An owner's documents as search reads them: every document's filter columns (so both
+    channels filter in memory) and the matrix of the readable vectors."""
+
     generation: int
-    node_ids: list[str]
-    position: dict[str, int]
-    matrix: NDArray[np.float32]
-    models: frozenset[str | None]
-    columns: dict[str, NDArray[np.str_]]
+    # Every document of the owner with readable times, in rowid order.
+    doc_ids: list[str]
+    doc_of_rowid: dict[int, int]
+    # False when a document's times were unreadable: lexical hits are then filtered in SQL.
+    complete: bool
+    codes: dict[str, NDArray[np.int32]]
+    vocabulary: dict[str, dict[str, int]]
     event_time: NDArray[np.float64]
     effective_time: NDArray[np.float64]
     expires_at: NDArray[np.float64]
     condition_true: NDArray[np.bool_]
+    # The vector rows: each one's document, node id and position.
+    doc_of_row: NDArray[np.intp]
+    node_ids: list[str]
+    position: dict[str, int]
+    matrix: NDArray[np.float32]
+    models: frozenset[str | None]
+    doc_of_node: dict[str, int]
+    clusters: VectorClusters | None = None
+    # Rows allocated past the matrix's end, so appending a document seldom copies it.
+    rows: NDArray[np.float32] | None = None
+
+    def append(self, added: Sequence[tuple[IndexDocument, int]]) -> None:
+        """New documents (see `_appendable`), in rowid order after the cached ones: the
+        same state a reload would give."""
+        for doc, rowid in added:
+            position = len(self.doc_ids)
+            self.doc_of_node[doc.node_id] = position
+            self.doc_of_rowid[rowid] = position
+            self.doc_ids.append(doc.node_id)
+        for name in _FILTER_COLUMNS:
+            values = self.vocabulary[name]
+            self.codes[name] = np.concatenate(
+                [
+                    self.codes[name],
+                    np.array(
+                        [values.setdefault(getattr(d, name).value, len(values)) for d, _ in added],
+                        dtype=np.int32,
+                    ),
+                ]
+            )
+        docs = [d for d, _ in added]
+        self.event_time = np.concatenate(
+            [
+                self.event_time,
+                [np.nan if d.event_time is None else d.event_time.timestamp() for d in docs],
+            ]
+        )
+        self.effective_time = np.concatenate(
+            [self.effective_time, [d.effective_time.timestamp() for d in docs]]
+        )
+        self.expires_at = np.concatenate(
+            [
+                self.expires_at,
+                [np.inf if d.expires_at is None else d.expires_at.timestamp() for d in docs],
+            ]
+        )
+        self.condition_true = np.concatenate(
+            [self.condition_true, [d.condition_state is ConditionState.TRUE for d in docs]]
+        )
+        with_vector = [(d, self.doc_of_node[d.node_id]) for d in docs if d.vector is not None]
+        if not with_vector:
+            return
+        first = len(self.node_ids)
+        vectors = np.array([d.vector for d, _ in with_vector], dtype=np.float32)
+        end = first + len(vectors)
+        if self.rows is None or len(self.rows) < end:
+            self.rows = np.empty((end + end // 4 + 64, vectors.shape[1]), dtype=np.float32)
+            self.rows[:first] = self.matrix
+        self.rows[first:end] = vectors
+        self.matrix = self.rows[:end]
+        self.doc_of_row = np.concatenate(
+            [self.doc_of_row, np.array([p for _, p in with_vector], dtype=np.intp)]
+        )
+        for d, _ in with_vector:
+            self.position[d.node_id] = len(self.node_ids)
+            self.node_ids.append(d.node_id)
+        if self.clusters is not None:
+            self.clusters.add(vectors, first)
+
+
+def _appendable(cached: _OwnerVectors, documents: Sequence[IndexDocument]) -> bool:
+    """Whether `documents` can join a cached owner in place: all new (none replaces one),
+    and every vector of the width and model the cache already searches."""
+    ids = [d.node_id for d in documents]
+    if len(set(ids)) < len(ids) or any(i in cached.doc_of_node for i in ids):
+        return False
+    return all(
+        d.vector is None
+        or (
+            cached.node_ids
+            and len(d.vector) == cached.matrix.shape[1]
+            and cached.models == frozenset([d.embedding_model])
+        )
+        for d in documents
+    )
 
 
 class SqliteVectorIndex:
     """Implements the `SearchIndex` port for the embedded backend."""
 
-    def __init__(self, path: Path, *, synchronous: Synchronous = "normal") -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: Synchronous = "normal",
+        vector_search: VectorSearchSettings | None = None,
+    ) -> None:
         self._conn = connect(path, synchronous)
+        self._vector_search = vector_search or VectorSearchSettings()
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, str], _OwnerVectors] = {}
         with self._lock:
@@ -160,13 +264,17 @@ class SqliteVectorIndex:
         owners = {(d.tenant_id, d.owner_id) for d in documents}
         with self._lock:
             with self._writing() as conn:
+                before = {key: self._generation(key) for key in owners}
+                rowids: list[int] = []
                 for doc in documents:
                     self._write(doc)
+                    # The text's row, inserted last, takes the document's rowid.
+                    rowids.append(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
                 for tenant, owner in owners:
                     conn.execute(_NEXT_GENERATION, (tenant, owner, time.time_ns()))
-            # The matrices are reloaded lazily at the next search of each owner.
+                after = {key: self._generation(key) for key in owners}
             for key in owners:
-                self._vectors.pop(key, None)
+                self._keep_in_sync(key, before[key], after[key], documents, rowids)
 
     def delete(self, owner: OwnerKey, node_ids: Sequence[str]) -> None:
         if not node_ids:
@@ -246,47 +354,77 @@ class SqliteVectorIndex:
 
     # -- reads -------------------------------------------------------------------------
 
-    def search(self, owner: OwnerKey, query: IndexQuery) -> IndexHits:
-        with self._lock:
-            try:
-                lexical = self._lexical(owner, query)
-                vectors = self._owner_vectors(owner)
-            except sqlite3.Error as exc:
-                raise IndexUnavailableError() from exc
-        mask = self._mask(vectors, query.filters)
+    def search(self, owner: OwnerKey, query: IndexQuery, *, exact: bool = False) -> IndexHits:
+        """Both channels' hits; `exact` scores every vector row even above the threshold
+        (the benchmark's reference for the approximate search's recall)."""
         semantic: dict[str, float] = {}
         vector_hits: list[tuple[str, float]] = []
         failure: str | None = None
-        if query.vector is None:
-            failure = "no_query_vector"
-        elif any(model != query.embedding_model for model in vectors.models) or (
-            vectors.node_ids and vectors.matrix.shape[1] != len(query.vector)
-        ):
-            failure = "embedding_model_mismatch"
-        elif vectors.node_ids:
-            q = np.asarray(query.vector, dtype=np.float32)
-            # Score every row, then drop filtered rows: cheaper than copying the allowed rows.
-            # einsum runs in this thread; a BLAS matmul would wake BLAS worker threads that
-            # keep spinning afterwards and slow the next embedding on a small machine.
-            scores = np.einsum("ij,j->i", vectors.matrix, q)
-            allowed = int(mask.sum())
-            if allowed:
-                masked = np.where(mask, scores, -np.inf)
-                k = min(query.vector_k, allowed)
-                top = np.argpartition(-masked, k - 1)[:k]
-                vector_hits = sorted(
-                    ((vectors.node_ids[i], float(scores[i])) for i in top),
-                    key=lambda kv: (-kv[1], kv[0]),
-                )
+        # Under the lock throughout: a write of this process appends to the cached arrays.
+        with self._lock:
+            try:
+                vectors = self._owner_vectors(owner)
+                mask = self._mask(vectors, query.filters)
+                lexical = self._lexical(owner, query, vectors, mask)
+            except sqlite3.Error as exc:
+                raise IndexUnavailableError() from exc
+            if query.vector is None:
+                failure = "no_query_vector"
+            elif any(model != query.embedding_model for model in vectors.models) or (
+                vectors.node_ids and vectors.matrix.shape[1] != len(query.vector)
+            ):
+                failure = "embedding_model_mismatch"
+            elif vectors.node_ids:
+                q = np.asarray(query.vector, dtype=np.float32)
+                row_mask = mask[vectors.doc_of_row]
+                found = None if exact else self._approximate(vectors, q, row_mask, query.vector_k)
+                vector_hits = found if found is not None else _exact(vectors, q, row_mask, query)
                 semantic.update(vector_hits)
-            for node_id, _ in lexical:
-                if node_id not in semantic and node_id in vectors.position:
-                    semantic[node_id] = float(vectors.matrix[vectors.position[node_id]] @ q)
+                for node_id, _ in lexical:
+                    if node_id not in semantic and node_id in vectors.position:
+                        semantic[node_id] = float(vectors.matrix[vectors.position[node_id]] @ q)
         return IndexHits(
             vector=tuple(vector_hits),
             lexical=tuple(lexical),
             semantic=semantic,
             vector_failure=failure,
+        )
+
+    def vector_search_kind(self, owner: OwnerKey) -> str:
+        """ "approximate" when the owner's vectors are searched through clusters, else "exact"."""
+        with self._lock:
+            vectors = self._owner_vectors(owner)
+        return "approximate" if self._clusters(vectors) is not None else "exact"
+
+    def _clusters(self, vectors: _OwnerVectors) -> VectorClusters | None:
+        """The owner's clusters, built at the first search that needs them."""
+        if len(vectors.node_ids) < self._vector_search.approximate_from:
+            return None
+        if vectors.clusters is None:
+            vectors.clusters = VectorClusters.build(vectors.matrix)
+        return vectors.clusters
+
+    def _approximate(
+        self,
+        vectors: _OwnerVectors,
+        q: NDArray[np.float32],
+        row_mask: NDArray[np.bool_],
+        k: int,
+    ) -> list[tuple[str, float]] | None:
+        """The best `k` allowed rows of the nearest clusters, or None (search exactly) when
+        the owner is below the threshold or the filters leave fewer than `k` rows there."""
+        clusters = self._clusters(vectors)
+        if clusters is None:
+            return None
+        rows = clusters.shortlist(q, self._vector_search.probe)
+        rows = rows[row_mask[rows]]
+        if len(rows) < k:
+            return None
+        scores = np.einsum("ij,j->i", vectors.matrix[rows], q)
+        top = np.argpartition(-scores, k - 1)[:k]
+        return sorted(
+            ((vectors.node_ids[rows[i]], float(scores[i])) for i in top),
+            key=lambda kv: (-kv[1], kv[0]),
         )
 
     def _session_predecessor(
@@ -343,97 +481,158 @@ class SqliteVectorIndex:
                 raise IndexUnavailableError() from exc
         return found
 
-    def _lexical(self, owner: OwnerKey, query: IndexQuery) -> list[tuple[str, float]]:
+    def _lexical(
+        self,
+        owner: OwnerKey,
+        query: IndexQuery,
+        vectors: _OwnerVectors,
+        mask: NDArray[np.bool_],
+    ) -> list[tuple[str, float]]:
         expression = match_expression(query.text)
         if expression is None or query.lexical_k <= 0:
             return []
-        where, params = _filter_sql(query.filters)
-        # FTS5 ranks fastest without a join: take a generous best-first window, then filter.
-        # Only when filters (or other owners' documents) empty that window do we rank everything.
+        # FTS5 ranks fastest without a join: take a generous best-first window, then keep the
+        # owner's documents the filters allow (in memory: the mask of the vector channel).
+        # Only when that leaves too few do we rank everything in SQL.
         window = max(query.lexical_k * 8, 400)
+        if vectors.complete:
+            kept: list[tuple[float, str]] = []
+            for rowid, rank in self._conn.execute(
+                "SELECT rowid, bm25(docs_fts) AS rank FROM docs_fts "
+                "WHERE docs_fts MATCH ? ORDER BY rank LIMIT ?",
+                (expression, window),
+            ):
+                doc = vectors.doc_of_rowid.get(rowid)
+                if doc is not None and mask[doc]:
+                    kept.append((rank, vectors.doc_ids[doc]))
+            if len(kept) >= query.lexical_k:
+                kept.sort()
+                return [(node_id, -float(rank)) for rank, node_id in kept[: query.lexical_k]]
+        where, params = _filter_sql(query.filters)
         rows = self._conn.execute(
-            # Only placeholders are interpolated; every value is bound.
-            "SELECT d.node_id, f.rank FROM (SELECT rowid, bm25(docs_fts) AS rank FROM docs_fts "  # noqa: S608
-            "WHERE docs_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN docs d ON d.rowid = f.rowid "
-            f"WHERE d.tenant=? AND d.owner=?{where} ORDER BY f.rank, d.node_id LIMIT ?",
-            (expression, window, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
+            "SELECT d.node_id, bm25(docs_fts) AS rank FROM docs_fts JOIN docs d "  # noqa: S608
+            "ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND d.tenant=? AND d.owner=?"
+            f"{where} ORDER BY rank, d.node_id LIMIT ?",
+            (expression, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
         ).fetchall()
-        if len(rows) < query.lexical_k:
-            rows = self._conn.execute(
-                "SELECT d.node_id, bm25(docs_fts) AS rank FROM docs_fts JOIN docs d "  # noqa: S608
-                "ON d.rowid = docs_fts.rowid WHERE docs_fts MATCH ? AND d.tenant=? AND d.owner=?"
-                f"{where} ORDER BY rank, d.node_id LIMIT ?",
-                (expression, owner.tenant_id, owner.owner_id, *params, query.lexical_k),
-            ).fetchall()
         # FTS5's bm25() is lower-is-better; flip it so every channel reads higher-is-better.
         return [(node_id, -float(rank)) for node_id, rank in rows]
 
-    def _owner_vectors(self, owner: OwnerKey) -> _OwnerVectors:
-        key = (owner.tenant_id, owner.owner_id)
+    def _generation(self, key: tuple[str, str]) -> int:
         row = self._conn.execute(
             "SELECT generation FROM generations WHERE tenant=? AND owner=?", key
         ).fetchone()
-        generation = int(row[0]) if row else 0
+        return int(row[0]) if row else 0
+
+    def _keep_in_sync(
+        self,
+        key: tuple[str, str],
+        before: int,
+        after: int,
+        documents: Sequence[IndexDocument],
+        rowids: list[int],
+    ) -> None:
+        """After this process wrote `documents`: the owner's cached documents take the new
+        ones in place (appended, so its clusters stay), when the cache was current and every
+        document is new and readable. Otherwise the cache is dropped and reloaded lazily at
+        the owner's next search."""
+        cached = self._vectors.get(key)
+        if cached is None:
+            return
+        mine = [
+            (d, r)
+            for d, r in zip(documents, rowids, strict=True)
+            if key == (d.tenant_id, d.owner_id)
+        ]
+        if cached.generation != before or not _appendable(cached, [d for d, _ in mine]):
+            self._vectors.pop(key, None)
+            return
+        cached.append([(d, r) for d, r in mine])
+        cached.generation = after
+
+    def _owner_vectors(self, owner: OwnerKey) -> _OwnerVectors:
+        key = (owner.tenant_id, owner.owner_id)
+        generation = self._generation(key)
         cached = self._vectors.get(key)
         if cached is not None and cached.generation == generation:
             return cached
         rows = self._conn.execute(
             "SELECT node_id, model, vector, node_type, source_type, epistemic_type, "
-            "lifecycle_state, scope, event_time, expires_at, created_at, condition_state "
-            "FROM docs WHERE tenant=? AND owner=? "
-            "AND vector IS NOT NULL ORDER BY rowid",
+            "lifecycle_state, scope, event_time, expires_at, created_at, condition_state, rowid "
+            "FROM docs WHERE tenant=? AND owner=? ORDER BY rowid",
             key,
         ).fetchall()
+        docs = [r for r in rows if all(t is None or isinstance(t, int | float) for t in r[8:11])]
+        with_vector = [r for r in rows if r[2] is not None]
         # Every model seen, readable or not: a mix still reads as a model mismatch below.
-        models = frozenset(r[1] for r in rows)
-        rows = _readable_rows(rows)
-        node_ids = [r[0] for r in rows]
-        dim = len(rows[0][2]) // 4 if rows else 0
+        models = frozenset(r[1] for r in with_vector)
+        readable = _readable_rows(with_vector)
+        doc_of_rowid = {r[12]: i for i, r in enumerate(docs)}
+        node_ids = [r[0] for r in readable]
+        dim = len(readable[0][2]) // 4 if readable else 0
         matrix = (
-            np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            if rows
+            np.frombuffer(b"".join(r[2] for r in readable), dtype=np.float32).reshape(
+                len(readable), dim
+            )
+            if readable
             else np.zeros((0, 0), dtype=np.float32)
         )
+        vocabulary: dict[str, dict[str, int]] = {}
+        codes: dict[str, NDArray[np.int32]] = {}
+        for i, name in enumerate(_FILTER_COLUMNS):
+            values = vocabulary[name] = {}
+            codes[name] = np.array(
+                [values.setdefault(r[3 + i], len(values)) for r in docs], dtype=np.int32
+            )
         loaded = _OwnerVectors(
             generation=generation,
+            doc_ids=[r[0] for r in docs],
+            doc_of_rowid=doc_of_rowid,
+            complete=len(docs) == len(rows),
+            codes=codes,
+            vocabulary=vocabulary,
+            event_time=np.array([np.nan if r[8] is None else r[8] for r in docs], dtype=np.float64),
+            effective_time=np.array(
+                [r[10] if r[8] is None else r[8] for r in docs], dtype=np.float64
+            ),
+            expires_at=np.array([np.inf if r[9] is None else r[9] for r in docs], dtype=np.float64),
+            condition_true=np.array([r[11] == "true" for r in docs], dtype=bool),
+            doc_of_row=np.array([doc_of_rowid[r[12]] for r in readable], dtype=np.intp),
             node_ids=node_ids,
             position={nid: i for i, nid in enumerate(node_ids)},
             matrix=matrix,
             models=models,
-            columns={
-                name: np.array([r[3 + i] for r in rows], dtype=np.str_)
-                for i, name in enumerate(_FILTER_COLUMNS)
-            },
-            event_time=np.array([np.nan if r[8] is None else r[8] for r in rows], dtype=np.float64),
-            effective_time=np.array(
-                [r[10] if r[8] is None else r[8] for r in rows], dtype=np.float64
-            ),
-            expires_at=np.array([np.inf if r[9] is None else r[9] for r in rows], dtype=np.float64),
-            condition_true=np.array([r[11] == "true" for r in rows], dtype=bool),
+            doc_of_node={r[0]: i for i, r in enumerate(docs)},
         )
         self._vectors[key] = loaded
         return loaded
 
     @staticmethod
     def _mask(vectors: _OwnerVectors, flt: IndexFilter) -> NDArray[np.bool_]:
-        mask = np.ones(len(vectors.node_ids), dtype=bool)
+        """Which of the owner's documents the filter allows (indexed like `doc_ids`)."""
+        mask = np.ones(len(vectors.doc_ids), dtype=bool)
         if not len(mask):
             return mask
-        cols = vectors.columns
+
+        def among(column: str, values: Iterable[str]) -> NDArray[np.bool_]:
+            known = vectors.vocabulary[column]
+            allowed = np.zeros(len(known), dtype=bool)
+            allowed[[known[v] for v in values if v in known]] = True
+            result: NDArray[np.bool_] = allowed[vectors.codes[column]]
+            return result
+
         if flt.exclude_node_types:
-            mask &= ~np.isin(cols["node_type"], [t.value for t in flt.exclude_node_types])
+            mask &= ~among("node_type", (t.value for t in flt.exclude_node_types))
         if flt.source_types is not None:
-            mask &= np.isin(cols["source_type"], [t.value for t in flt.source_types])
+            mask &= among("source_type", (t.value for t in flt.source_types))
         if flt.exclude_lifecycle_states:
-            mask &= ~np.isin(
-                cols["lifecycle_state"], [t.value for t in flt.exclude_lifecycle_states]
-            )
+            mask &= ~among("lifecycle_state", (t.value for t in flt.exclude_lifecycle_states))
         if flt.exclude_epistemic_types:
-            mask &= ~np.isin(cols["epistemic_type"], [t.value for t in flt.exclude_epistemic_types])
+            mask &= ~among("epistemic_type", (t.value for t in flt.exclude_epistemic_types))
         if flt.scopes is not None:
-            mask &= np.isin(cols["scope"], [s.value for s in flt.scopes])
+            mask &= among("scope", (s.value for s in flt.scopes))
         if flt.conditions_must_hold:
-            mask &= ~((cols["epistemic_type"] == _CONDITIONAL) & ~vectors.condition_true)
+            mask &= ~(among("epistemic_type", [_CONDITIONAL]) & ~vectors.condition_true)
         if flt.not_expired_at is not None:
             mask &= vectors.expires_at > flt.not_expired_at.timestamp()
         if flt.event_time_from is not None:
@@ -445,6 +644,26 @@ class SqliteVectorIndex:
         if flt.time_to is not None:
             mask &= vectors.effective_time <= flt.time_to.timestamp()
         return mask
+
+
+def _exact(
+    vectors: _OwnerVectors, q: NDArray[np.float32], row_mask: NDArray[np.bool_], query: IndexQuery
+) -> list[tuple[str, float]]:
+    """The best `vector_k` allowed rows, every row scored."""
+    # Score every row, then drop filtered rows: cheaper than copying the allowed rows.
+    # einsum runs in this thread; a BLAS matmul would wake BLAS worker threads that
+    # keep spinning afterwards and slow the next embedding on a small machine.
+    scores = np.einsum("ij,j->i", vectors.matrix, q)
+    allowed = int(row_mask.sum())
+    if not allowed:
+        return []
+    masked = np.where(row_mask, scores, -np.inf)
+    k = min(query.vector_k, allowed)
+    top = np.argpartition(-masked, k - 1)[:k]
+    return sorted(
+        ((vectors.node_ids[i], float(scores[i])) for i in top),
+        key=lambda kv: (-kv[1], kv[0]),
+    )
 
 
 def _filter_sql(flt: IndexFilter) -> tuple[str, list[object]]:
