@@ -14,13 +14,18 @@ Protocol, per conversation (a fresh embedded memory and owner, stored exactly as
   answer would: every evidence turn among the results true, and the first three results that
   are no evidence false. A question whose evidence was not returned gets only the negatives.
 - `client.evaluate_learning` (holdout share 0.3 of those judged retrievals) fits the owner's
-  ranking weights and says whether it recommends them.
-- Every held-out question is retrieved twice with the same engine call: with the settings
-  of the engine (baseline) and with the proposal applied to the fusion settings (the engine's
-  `ranking_weights` parameter; ranking profiles are not activated here). Reported per
-  conversation and overall: all evidence in the top 10 results, all evidence in the packed
-  context, and the mean reciprocal rank of the first evidence turn among the results (0 when
-  none was returned). "guarded" applies the proposal only where it was recommended.
+  ranking weights against the profile active for the owner (none here: the engine's
+  settings) and says whether it recommends them; `client.create_ranking_profile` saves the
+  proposal from the evaluation's `profile` body as is, and `client.activate_ranking_profile`
+  activates it in the owner-wide slot when the evaluation recommends it (otherwise the gate
+  refuses it, and the benchmark does not try).
+- Every held-out question is retrieved twice through the client: with
+  `ranking_profile: "none"` (baseline: the engine's settings) and with the default
+  `"active"` (learned: the active profile when one was activated, its id named in the
+  response's metrics; the baseline's ranking where none was). Reported per conversation and
+  overall: all evidence in the top 10 results, all evidence in the packed context, and the
+  mean reciprocal rank of the first evidence turn among the results (0 when none was
+  returned).
 
 Numbers are measured, never asserted; a small or negative gain is reported as it is.
 """
@@ -35,7 +40,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks.locomo_evidence import (
     CATEGORIES,
@@ -58,13 +63,9 @@ from benchmarks.locomo_evidence import (
 )
 from benchmarks.memory_clients import embedded_client
 from benchmarks.results import start_run, write_result
-from prme.client import InProcessTransport, MemoryClient
-from prme.engine.identity import resolve_owner
-from prme.engine.retrieve import retrieve_memories
+from prme.client import MemoryClient
 from prme.errors import NotEnoughJudgmentsError
-from prme.http.schemas import RetrieveResponse
-from prme.model.inputs import RetrieveInput
-from prme.model.learning import LearningEvaluation, RankingWeights
+from prme.model.learning import LearningEvaluation, RankingProfile, RankingProfileState
 from prme.settings import Settings
 
 DEFAULT_JSON = Path("benchmarks/results/learning_simulation.json")
@@ -91,6 +92,7 @@ class Measured:
     all_in_top: bool
     all_in_context: bool
     reciprocal_rank: float
+    ranking_profile_id: str | None
 
 
 def measure(
@@ -100,21 +102,14 @@ def measure(
     question: Question,
     evidence: Evidence,
     node_to_dia: dict[str, str],
-    weights: RankingWeights | None,
+    ranking_profile: Literal["active", "none"],
 ) -> Measured:
-    """Retrieve `question` through the engine, with `weights` applied to fusion when given."""
-    # The proposal goes in through an engine-level parameter, so the client must be embedded.
-    transport = client._transport
-    assert isinstance(transport, InProcessTransport)  # noqa: S101 - embedded clients only
-    owner = resolve_owner(transport.principal, user_id)
-    response = RetrieveResponse.model_validate(
-        retrieve_memories(
-            transport.backend.engine.deps,
-            owner,
-            RetrieveInput(query=question.question, token_budget=TOKEN_BUDGET),
-            ranking_weights=weights,
-        ),
-        from_attributes=True,
+    """Retrieve `question` through the client, ranked by the active profile or by none."""
+    response = client.retrieve(
+        question.question,
+        user_id=user_id,
+        token_budget=TOKEN_BUDGET,
+        ranking_profile=ranking_profile,
     )
     ranked = [node_to_dia.get(r.node_id) for r in response.results]
     context = {node_to_dia[n] for n in context_node_ids(response) if n in node_to_dia}
@@ -123,6 +118,7 @@ def measure(
         all_in_top=set(evidence.valid) <= set(ranked[:TOP_K]),
         all_in_context=set(evidence.valid) <= context,
         reciprocal_rank=1.0 / first if first else 0.0,
+        ranking_profile_id=response.metrics.ranking_profile_id,
     )
 
 
@@ -168,6 +164,8 @@ class ConversationResult:
     judged_with_evidence: int
     evaluation: LearningEvaluation | None
     refusal: str | None
+    profile: RankingProfile | None
+    activation: RankingProfileState | None
     baseline: list[Measured]
     learned: list[Measured]
     evaluate_s: float
@@ -177,10 +175,6 @@ class ConversationResult:
     def recommended(self) -> bool:
         return self.evaluation is not None and self.evaluation.recommended
 
-    @property
-    def guarded(self) -> list[Measured]:
-        return self.learned if self.recommended else self.baseline
-
     def as_json(self) -> dict[str, Any]:
         return {
             "conversation": self.name,
@@ -189,11 +183,20 @@ class ConversationResult:
             "held_out_questions": len(self.baseline),
             "evaluation": self.evaluation.model_dump(mode="json") if self.evaluation else None,
             "refusal": self.refusal,
+            "profile_id": self.profile.profile_id if self.profile else None,
+            "activation": self.activation.model_dump(mode="json") if self.activation else None,
             "held_out": {
                 "baseline": summarize(self.baseline),
                 "learned": summarize(self.learned),
-                "guarded": summarize(self.guarded),
             },
+            # Held-out retrievals whose metrics name the active profile (all of them when one
+            # was activated, none otherwise).
+            "learned_named_the_profile": sum(
+                m.ranking_profile_id is not None
+                and self.profile is not None
+                and m.ranking_profile_id == self.profile.profile_id
+                for m in self.learned
+            ),
             "evaluate_learning_s": self.evaluate_s,
             "wall_s": self.wall_s,
         }
@@ -231,17 +234,40 @@ def run_conversation(
     except NotEnoughJudgmentsError as exc:
         refusal = exc.detail
     evaluate_s = time.perf_counter() - evaluate_started
-    proposal = evaluation.proposal if evaluation else RankingWeights()
-    _stderr(f"  {conversation.name}: proposal {proposal.overrides()}, refusal {refusal}")
+    profile: RankingProfile | None = None
+    activation: RankingProfileState | None = None
+    if evaluation is not None:
+        # Saved from the evaluation's own create body; activated only when recommended (the
+        # activation gate would refuse it otherwise).
+        profile = client.create_ranking_profile(
+            **evaluation.profile.model_dump(mode="json"), user_id=user_id
+        )
+        if evaluation.recommended:
+            activation = client.activate_ranking_profile(profile.profile_id, user_id=user_id)
+    _stderr(
+        f"  {conversation.name}: proposal "
+        f"{evaluation.proposal.overrides() if evaluation else None}, refusal {refusal}, "
+        f"activated {activation is not None}"
+    )
     baseline = [
         measure(
-            client, user_id, question=q, evidence=e, node_to_dia=stats.node_to_dia, weights=None
+            client,
+            user_id,
+            question=q,
+            evidence=e,
+            node_to_dia=stats.node_to_dia,
+            ranking_profile="none",
         )
         for q, e in test
     ]
     learned = [
         measure(
-            client, user_id, question=q, evidence=e, node_to_dia=stats.node_to_dia, weights=proposal
+            client,
+            user_id,
+            question=q,
+            evidence=e,
+            node_to_dia=stats.node_to_dia,
+            ranking_profile="active",
         )
         for q, e in test
     ]
@@ -251,6 +277,8 @@ def run_conversation(
         judged_with_evidence=judged,
         evaluation=evaluation,
         refusal=refusal,
+        profile=profile,
+        activation=activation,
         baseline=baseline,
         learned=learned,
         evaluate_s=evaluate_s,
@@ -258,10 +286,10 @@ def run_conversation(
     )
 
 
-def print_table(parameters: dict[str, Any], results: dict[str, Any]) -> None:
+def print_table(results: dict[str, Any], *, quick: bool) -> None:
     print(
-        f"Learning simulation on LoCoMo (held-out questions): embedder {parameters['embedder']}"
-        + (", quick" if parameters["quick"] else "")
+        f"Learning simulation on LoCoMo (held-out questions): embedder {results['embedder']}"
+        + (", quick" if quick else "")
     )
     header = (
         f"{'conversation':12} {'weights':9} {'questions':>9} {'top10':>7} {'context':>8} "
@@ -278,7 +306,7 @@ def print_table(parameters: dict[str, Any], results: dict[str, Any]) -> None:
             if evaluation
             else (row.get("refusal") or "")
         )
-        for kind in ("baseline", "learned", "guarded"):
+        for kind in ("baseline", "learned"):
             summary = row["held_out"][kind]
             if not summary["questions"]:
                 continue
@@ -302,7 +330,6 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    run_start = start_run()
     default_json = (
         DEFAULT_JSON.with_name(f"{DEFAULT_JSON.stem}_quick.json") if args.quick else DEFAULT_JSON
     )
@@ -320,6 +347,7 @@ def main() -> None:
         overrides["embedder"] = args.embedder
     settings = Settings(**overrides)
 
+    run_start = start_run()
     started = time.perf_counter()
     runs = []
     for path in paths:
@@ -331,9 +359,7 @@ def main() -> None:
                     client, conversation, max_sessions=QUICK_SESSIONS if args.quick else None
                 )
             )
-    parameters: dict[str, Any] = {
-        "backend": "embedded",
-        "embedder": embedder_label(settings),
+    parameters = {
         "data": str(args.data),
         "conversations": [p.stem for p in paths],
         "quick": args.quick,
@@ -346,22 +372,24 @@ def main() -> None:
         "engine_config": settings.engine.model_dump(mode="json"),
     }
     results: dict[str, Any] = {
+        "backend": "embedded",
+        "embedder": embedder_label(settings),
         "overall": {
             "held_out": {
                 "baseline": summarize([m for run in runs for m in run.baseline]),
                 "learned": summarize([m for run in runs for m in run.learned]),
-                "guarded": summarize([m for run in runs for m in run.guarded]),
             },
             "recommended_in": [run.name for run in runs if run.recommended],
+            "activated_in": [run.name for run in runs if run.activation is not None],
         },
         "conversations": [run.as_json() for run in runs],
         "wall_s": time.perf_counter() - started,
     }
-    print_table(parameters, results)
-    print(f"wall time {results['wall_s']:.0f} s")
+    print_table(results, quick=args.quick)
     write_result(
         out, "benchmarks.learning_simulation", results, parameters=parameters, started=run_start
     )
+    print(f"({results['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":

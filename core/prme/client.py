@@ -196,6 +196,7 @@ class _Calls:
         reference_time: datetime | str | None = None,
         context_format: Literal["reader", "auditable"] = "reader",
         ranking_multipliers: dict[str, float] | None = None,
+        ranking_profile: Literal["active", "none"] = "active",
     ) -> Call[schemas.RetrieveResponse]:
         body = _from_arguments(schemas.RetrieveRequest, locals())
         return Call(
@@ -650,6 +651,139 @@ class _Calls:
             {"request_id": request_id},
             body=body,
             local=lambda at: at.engine.resolve_tool_arguments(at.owner, request_id, body.arguments),
+        )
+
+    # -- ranking profiles learned from feedback --
+    def create_ranking_profile(
+        self,
+        weights: dict[str, Any] | learning.RankingWeights,
+        *,
+        evaluation: dict[str, Any] | learning.ProfileEvaluation | None = None,
+        scopes: Sequence[str] = (),
+        baseline_profile_id: str | None = None,
+        profile_id: str | None = None,
+        user_id: str | None = None,
+    ) -> Call[learning.RankingProfile]:
+        """Save weights with the holdout evaluation that scored them (evaluate_learning's)."""
+        fields = dict(locals(), scopes=list(scopes))
+        body = _from_arguments(learning_schemas.RankingProfileRequest, fields)
+        return Call("create_ranking_profile", user_id, body=body)
+
+    def get_ranking_profile(
+        self, profile_id: str, *, user_id: str | None = None
+    ) -> Call[learning.RankingProfile]:
+        return Call("get_ranking_profile", user_id, {"profile_id": profile_id})
+
+    def list_ranking_profiles(
+        self, *, limit: int = 50, after_id: str | None = None, user_id: str | None = None
+    ) -> Call[learning_schemas.RankingProfileListResponse]:
+        query = _from_arguments(learning_schemas.RankingProfileListQuery, locals())
+
+        def listed(at: InProcess) -> learning_schemas.RankingProfileListResponse:
+            after = str(query.after_id) if query.after_id else None
+            items = at.engine.list_ranking_profiles(at.owner, limit=query.limit, after_id=after)
+            return learning_schemas.RankingProfileListResponse(items=items)
+
+        return Call("list_ranking_profiles", user_id, query=query, local=listed)
+
+    def get_active_ranking_profile(
+        self, *, scopes: Sequence[str] = (), user_id: str | None = None
+    ) -> Call[learning.ActiveRankingProfile]:
+        query = _from_arguments(
+            learning_schemas.RankingSlotQuery, {"scopes": list(scopes), "user_id": user_id}
+        )
+        return Call(
+            "get_active_ranking_profile",
+            user_id,
+            query=query,
+            local=lambda at: at.engine.get_active_ranking_profile(at.owner, query.scopes),
+        )
+
+    def list_ranking_profile_history(
+        self, *, scopes: Sequence[str] = (), limit: int = 20, user_id: str | None = None
+    ) -> Call[list[learning.RankingProfileState]]:
+        query = _from_arguments(
+            learning_schemas.RankingHistoryQuery,
+            {"scopes": list(scopes), "limit": limit, "user_id": user_id},
+        )
+        return Call(
+            "list_ranking_profile_history",
+            user_id,
+            query=query,
+            local=lambda at: at.engine.list_ranking_profile_history(
+                at.owner, query.scopes, limit=query.limit
+            ),
+        )
+
+    def activate_ranking_profile(
+        self,
+        profile_id: str,
+        *,
+        change_id: str | None = None,
+        scopes: Sequence[str] | None = None,
+        user_id: str | None = None,
+    ) -> Call[learning.RankingProfileState]:
+        """Refused (409) unless its evaluation recommends it and change_id is the slot's current."""
+        fields = dict(locals(), scopes=None if scopes is None else list(scopes))
+        body = _from_arguments(learning_schemas.ActivateRankingProfileRequest, fields)
+        return Call(
+            "activate_ranking_profile",
+            user_id,
+            {"profile_id": profile_id},
+            body=body,
+            local=lambda at: at.engine.activate_ranking_profile(
+                at.owner,
+                profile_id,
+                actor=at.principal,
+                change_id=body.change_id,
+                scopes=body.scopes,
+            ),
+        )
+
+    def deactivate_ranking_profile(
+        self, *, change_id: str, scopes: Sequence[str] = (), user_id: str | None = None
+    ) -> Call[learning.RankingProfileState]:
+        body = _from_arguments(
+            learning_schemas.DeactivateRankingProfileRequest,
+            {"change_id": change_id, "scopes": list(scopes), "user_id": user_id},
+        )
+        return Call(
+            "deactivate_ranking_profile",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.deactivate_ranking_profile(
+                at.owner, actor=at.principal, change_id=body.change_id, scopes=body.scopes
+            ),
+        )
+
+    def rollback_ranking_profile(
+        self,
+        profile_id: str,
+        *,
+        change_id: str,
+        scopes: Sequence[str] = (),
+        user_id: str | None = None,
+    ) -> Call[learning.RankingProfileState]:
+        body = _from_arguments(
+            learning_schemas.RollbackRankingProfileRequest,
+            {
+                "profile_id": profile_id,
+                "change_id": change_id,
+                "scopes": list(scopes),
+                "user_id": user_id,
+            },
+        )
+        return Call(
+            "rollback_ranking_profile",
+            user_id,
+            body=body,
+            local=lambda at: at.engine.rollback_ranking_profile(
+                at.owner,
+                actor=at.principal,
+                change_id=body.change_id,
+                scopes=body.scopes,
+                profile_id=str(body.profile_id),
+            ),
         )
 
     # -- alias proposals and reviews --
@@ -1182,6 +1316,14 @@ class MemoryClient:
     propose_aliases = _blocking(_Calls.propose_aliases)
     list_alias_proposals = _blocking(_Calls.list_alias_proposals)
     review_alias_proposal = _blocking(_Calls.review_alias_proposal)
+    create_ranking_profile = _blocking(_Calls.create_ranking_profile)
+    get_ranking_profile = _blocking(_Calls.get_ranking_profile)
+    list_ranking_profiles = _blocking(_Calls.list_ranking_profiles)
+    get_active_ranking_profile = _blocking(_Calls.get_active_ranking_profile)
+    list_ranking_profile_history = _blocking(_Calls.list_ranking_profile_history)
+    activate_ranking_profile = _blocking(_Calls.activate_ranking_profile)
+    deactivate_ranking_profile = _blocking(_Calls.deactivate_ranking_profile)
+    rollback_ranking_profile = _blocking(_Calls.rollback_ranking_profile)
     get_node_edges = _blocking(_Calls.get_node_edges)
     aggregate_quantities = _blocking(_Calls.aggregate_quantities)
     aggregate_quantities_text = _blocking(_Calls.aggregate_quantities_text)
@@ -1343,6 +1485,14 @@ class AsyncMemoryClient:
     propose_aliases = _awaitable(_Calls.propose_aliases)
     list_alias_proposals = _awaitable(_Calls.list_alias_proposals)
     review_alias_proposal = _awaitable(_Calls.review_alias_proposal)
+    create_ranking_profile = _awaitable(_Calls.create_ranking_profile)
+    get_ranking_profile = _awaitable(_Calls.get_ranking_profile)
+    list_ranking_profiles = _awaitable(_Calls.list_ranking_profiles)
+    get_active_ranking_profile = _awaitable(_Calls.get_active_ranking_profile)
+    list_ranking_profile_history = _awaitable(_Calls.list_ranking_profile_history)
+    activate_ranking_profile = _awaitable(_Calls.activate_ranking_profile)
+    deactivate_ranking_profile = _awaitable(_Calls.deactivate_ranking_profile)
+    rollback_ranking_profile = _awaitable(_Calls.rollback_ranking_profile)
     get_node_edges = _awaitable(_Calls.get_node_edges)
     aggregate_quantities = _awaitable(_Calls.aggregate_quantities)
     aggregate_quantities_text = _awaitable(_Calls.aggregate_quantities_text)

@@ -127,6 +127,34 @@ class ConflictError(PrmeError):
     default_detail = "Conflict"
 
 
+class StaleRankingChangeError(ConflictError):
+    """A ranking-profile change named a `change_id` that is not the slot's current one (HTTP
+    409): another change came first. Read the slot's active profile again and decide anew."""
+
+    default_detail = (
+        "The change_id is not the current one of this scope slot; read the active profile again"
+    )
+
+
+class RankingProfileNotEvaluatedError(ConflictError):
+    """A profile without a holdout evaluation cannot be activated (HTTP 409)."""
+
+    default_detail = "This ranking profile was not evaluated on held-out judgments"
+
+
+class RankingProfileNotRecommendedError(ConflictError):
+    """A profile whose holdout evaluation did not recommend it cannot be activated (HTTP 409)."""
+
+    default_detail = "The holdout evaluation of this ranking profile did not recommend it"
+
+
+class RankingProfileNeverActiveError(ConflictError):
+    """A rollback names a profile that was not active in the slot before its current state
+    (HTTP 409)."""
+
+    default_detail = "A rollback goes back only to a profile active in this scope slot before"
+
+
 class PayloadTooLargeError(PrmeError):
     """A record would exceed what the storage backend can hold in one item (HTTP 413)."""
 

@@ -89,7 +89,8 @@ CAPABILITY_DESCRIPTIONS: Mapping[Capability, str] = {
     Capability.GRAPH: "A node's evidence and operation history, neighborhood and supersedence.",
     Capability.ASSERTIONS: "Exact counts of extracted assertions, and the state of a fact over time.",
     Capability.LEARNING: "Ranking weights learned from judgments and citations, evaluated on "
-    "judged retrievals held out.",
+    "judged retrievals held out, and saved as profiles activated, deactivated and rolled back "
+    "per scope slot.",
 }
 
 
@@ -147,6 +148,7 @@ ID_DESCRIPTIONS: Mapping[str, str] = {
     "proposal_operation_id": "An alias proposal's id, as listed",
     "key_id": "An API key's id, as listed (not its secret)",
     "import_id": "A bulk import's id, as returned when it was submitted",
+    "profile_id": "A ranking profile's UUID, as returned when it was created",
 }
 
 IDEMPOTENCY_KEY_DESCRIPTION = (
@@ -811,6 +813,122 @@ OPERATIONS: tuple[Operation, ...] = (
         response=learning.LearningEvaluation,
         engine_input=learning.LearningInput,
         shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "create_ranking_profile",
+        Capability.LEARNING,
+        "Save a ranking profile",
+        "Save learned ranking weights with the holdout evaluation that scored them. Saving "
+        "changes no ranking; only a profile whose evaluation recommends it can be activated.",
+        http=HttpRoute(
+            "POST",
+            "/v1/learning/profiles",
+            Errors.READ,
+            {409: "The owner already has a profile of that profile_id"},
+        ),
+        mcp=McpTool("memory_create_ranking_profile", read_only=False),
+        request=learning_schemas.RankingProfileRequest,
+        response=learning.RankingProfile,
+        engine_input=learning.RankingProfileInput,
+        shape=Shape.WRITE_BODY,
+    ),
+    Operation(
+        "get_ranking_profile",
+        Capability.LEARNING,
+        "Read a ranking profile",
+        "One saved ranking profile: its scopes, weights and holdout evaluation.",
+        http=HttpRoute("GET", "/v1/learning/profiles/{profile_id}", Errors.READ),
+        mcp=McpTool("memory_get_ranking_profile", read_only=True),
+        request=None,
+        response=learning.RankingProfile,
+        shape=Shape.READ_ONE,
+    ),
+    Operation(
+        "list_ranking_profiles",
+        Capability.LEARNING,
+        "List ranking profiles",
+        "A page of the owner's saved ranking profiles, in profile_id order.",
+        http=HttpRoute("GET", "/v1/learning/profiles"),
+        mcp=McpTool("memory_list_ranking_profiles", read_only=True),
+        request=None,
+        response=learning_schemas.RankingProfileListResponse,
+    ),
+    Operation(
+        "get_active_ranking_profile",
+        Capability.LEARNING,
+        "Read a scope slot's active ranking profile",
+        "The slot's current state (whose change_id the next change names) and the profile "
+        "that ranks retrievals filtered to exactly those scopes: the slot's own, else the "
+        "owner-wide one.",
+        http=HttpRoute("GET", "/v1/learning/profiles/active"),
+        mcp=McpTool("memory_get_active_ranking_profile", read_only=True),
+        request=None,
+        response=learning.ActiveRankingProfile,
+    ),
+    Operation(
+        "list_ranking_profile_history",
+        Capability.LEARNING,
+        "List a scope slot's profile changes",
+        "Every activation, deactivation and rollback of one scope slot, newest first, with "
+        "who made it and when.",
+        http=HttpRoute("GET", "/v1/learning/profiles/history"),
+        mcp=McpTool("memory_list_ranking_profile_history", read_only=True),
+        request=None,
+        response=list[learning.RankingProfileState],
+    ),
+    Operation(
+        "activate_ranking_profile",
+        Capability.LEARNING,
+        "Activate a ranking profile",
+        "Rank the owner's retrievals of a scope slot by this profile. Refused unless its "
+        "holdout evaluation exists and recommends it, or when the slot changed since it was "
+        "read.",
+        http=HttpRoute(
+            "POST",
+            "/v1/learning/profiles/{profile_id}/activate",
+            Errors.READ,
+            {
+                409: "The change_id is stale (stale_ranking_change), or the profile was not "
+                "evaluated on a holdout (ranking_profile_not_evaluated) or not recommended by "
+                "its evaluation (ranking_profile_not_recommended)"
+            },
+        ),
+        mcp=McpTool("memory_activate_ranking_profile", read_only=False),
+        request=learning_schemas.ActivateRankingProfileRequest,
+        response=learning.RankingProfileState,
+    ),
+    Operation(
+        "deactivate_ranking_profile",
+        Capability.LEARNING,
+        "Deactivate a scope slot's ranking profile",
+        "Leave a scope slot without a profile: its retrievals fall back to the owner-wide "
+        "profile, or to the engine's settings.",
+        http=HttpRoute(
+            "POST",
+            "/v1/learning/profiles/deactivate",
+            extra_errors={409: "The change_id is stale (stale_ranking_change)"},
+        ),
+        mcp=McpTool("memory_deactivate_ranking_profile", read_only=False),
+        request=learning_schemas.DeactivateRankingProfileRequest,
+        response=learning.RankingProfileState,
+    ),
+    Operation(
+        "rollback_ranking_profile",
+        Capability.LEARNING,
+        "Roll a scope slot back to an earlier profile",
+        "Make active again a profile that was active in this scope slot before its current change.",
+        http=HttpRoute(
+            "POST",
+            "/v1/learning/profiles/rollback",
+            Errors.READ,
+            {
+                409: "The change_id is stale (stale_ranking_change), or the profile was never "
+                "active in this slot before (ranking_profile_never_active)"
+            },
+        ),
+        mcp=McpTool("memory_rollback_ranking_profile", read_only=False),
+        request=learning_schemas.RollbackRankingProfileRequest,
+        response=learning.RankingProfileState,
     ),
     # -- aliases --
     Operation(

@@ -18,6 +18,7 @@ from prme.model.erasure import OwnerErasure
 from prme.model.extraction import Extraction
 from prme.model.graph import NodeHistoryPage
 from prme.model.imports import ImportChunkMessage, ImportJob
+from prme.model.learning import RankingProfile, RankingProfileState
 from prme.model.limits import CounterKey, TenantLimits
 from prme.model.listings import EventDeletion
 from prme.model.receipt_listing import ReceiptSummaryPage
@@ -467,6 +468,44 @@ class ImportJobStore(Protocol):
         """Remove the owner's jobs (and chunks waiting to be committed) where this store keeps
         them apart from the ledger; how many jobs. 0 where the ledger's own erasure removes
         them (DynamoDB keeps them in the owner's partition)."""
+        ...
+
+
+class RankingProfileStore(Protocol):
+    """An owner's ranking profiles (immutable once saved) and, per scope slot, the changes of
+    which profile is active: the newest change is the slot's current state."""
+
+    def create_profile(self, owner: OwnerKey, profile: RankingProfile) -> None:
+        """Save a new profile; ConflictError when the owner already has one of that id."""
+        ...
+
+    def get_profile(self, owner: OwnerKey, profile_id: str) -> RankingProfile | None: ...
+
+    def list_profiles(
+        self, owner: OwnerKey, *, limit: int, after_id: str | None
+    ) -> list[RankingProfile]:
+        """Up to `limit` profiles with an id after `after_id`, in id order."""
+        ...
+
+    def current_states(self, owner: OwnerKey) -> list[RankingProfileState]:
+        """The current state of each of the owner's slots that ever changed, in slot order."""
+        ...
+
+    def list_history(self, owner: OwnerKey, slot: str, *, limit: int) -> list[RankingProfileState]:
+        """The slot's last `limit` changes, newest first (`prme.model.learning.scope_slot`)."""
+        ...
+
+    def save_state(
+        self, owner: OwnerKey, state: RankingProfileState, *, replacing: str | None
+    ) -> None:
+        """Make `state` its slot's current state and add it to the slot's history, at once,
+        only while the slot's current change is `replacing` (None: the slot never changed);
+        ConflictError otherwise (another change came first), with nothing written."""
+        ...
+
+    def erase_owner(self, owner: OwnerKey) -> int:
+        """Remove the owner's profiles and states where this store keeps them apart from the
+        ledger; how many records. 0 where the ledger's erasure removes them (DynamoDB)."""
         ...
 
 

@@ -45,9 +45,14 @@ def default_cache_dir() -> Path | None:
     if xdg and Path(xdg).is_absolute():
         return Path(xdg) / "prme"
     try:
-        return Path.home() / ".cache" / "prme"
+        home = Path.home()
     except RuntimeError:
         return None
+    # A relative HOME would put the cache wherever the process happens to run: no cache
+    # rather than that (as a relative XDG_CACHE_HOME is ignored).
+    if not home.is_absolute():
+        return None
+    return home / ".cache" / "prme"
 
 
 def embedding_dimension(

@@ -62,6 +62,14 @@ FULL_TOOLS = {
     "memory_get_event_extraction",
     "memory_organize",
     "memory_evaluate_learning",
+    "memory_create_ranking_profile",
+    "memory_get_ranking_profile",
+    "memory_list_ranking_profiles",
+    "memory_get_active_ranking_profile",
+    "memory_list_ranking_profile_history",
+    "memory_activate_ranking_profile",
+    "memory_deactivate_ranking_profile",
+    "memory_rollback_ranking_profile",
 }
 DEFAULT_TOOLS = {op.mcp.name for op in OPERATIONS if op.mcp is not None and op.mcp.default}
 CITY = {

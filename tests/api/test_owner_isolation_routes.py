@@ -36,6 +36,8 @@ class BobsRecords:
     citation_id: str
     proposal_operation_id: str
     import_id: str
+    profile_id: str
+    change_id: str
 
     def path_ids(self) -> dict[str, str]:
         """Path parameter name -> bob's id; a route with another parameter fails the test."""
@@ -47,6 +49,7 @@ class BobsRecords:
             "citation_id": self.citation_id,
             "proposal_operation_id": self.proposal_operation_id,
             "import_id": self.import_id,
+            "profile_id": self.profile_id,
         }
 
     def all_ids(self) -> list[str]:
@@ -59,10 +62,23 @@ class BobsRecords:
             self.citation_id,
             self.proposal_operation_id,
             self.import_id,
+            self.profile_id,
+            self.change_id,
         ]
 
 
 Body = Callable[[BobsRecords], dict[str, Any]]
+
+# A holdout evaluation that recommends the weights it scored.
+EVALUATION = {
+    "holdout_size": 20,
+    "metric": "ndcg@10",
+    "baseline_metric": 0.5,
+    "proposal_metric": 0.6,
+    "gain": 0.1,
+    "recommended": True,
+    "input_checksum": "0" * 64,
+}
 
 
 @dataclass(frozen=True)
@@ -107,6 +123,10 @@ def _contradiction(bob: BobsRecords) -> dict[str, Any]:
 
 def _resolution(bob: BobsRecords) -> dict[str, Any]:
     return {"winner_id": bob.node_id, "loser_id": bob.other_node_id}
+
+
+def _rollback(bob: BobsRecords) -> dict[str, Any]:
+    return {"change_id": bob.change_id, "scopes": [], "profile_id": bob.profile_id}
 
 
 def _rejection(_: BobsRecords) -> dict[str, Any]:
@@ -189,6 +209,19 @@ ROUTES: dict[tuple[str, str], Case] = {
     ),
     # Alice has judged nothing: bob's judgments must not make up her count (400, not enough).
     ("POST", "/v1/learning/evaluate"): Case("body", _no_body, success=400),
+    ("POST", "/v1/learning/profiles"): Case(
+        "body", lambda b: {"weights": {}, "baseline_profile_id": b.profile_id}, foreign=True
+    ),
+    ("GET", "/v1/learning/profiles"): Case("query"),
+    ("GET", "/v1/learning/profiles/active"): Case("query"),
+    ("GET", "/v1/learning/profiles/history"): Case("query"),
+    ("GET", "/v1/learning/profiles/{profile_id}"): Case("query", foreign=True),
+    ("POST", "/v1/learning/profiles/{profile_id}/activate"): Case("body", _no_body, foreign=True),
+    # Bob's change id names no change of alice's slot, which never changed: stale (409).
+    ("POST", "/v1/learning/profiles/deactivate"): Case(
+        "body", lambda b: {"change_id": b.change_id, "scopes": []}, success=409
+    ),
+    ("POST", "/v1/learning/profiles/rollback"): Case("body", _rollback, foreign=True),
 }
 
 # Routes that act for no owner: health, and the operator-only key routes, which refuse every
@@ -252,6 +285,20 @@ TOOLS: dict[str, Case] = {
     "memory_get_event_extraction": Case("body", lambda b: {"event_id": b.event_id}, foreign=True),
     "memory_organize": Case("body", lambda _: {"budget_ms": 2000}),
     "memory_evaluate_learning": Case("body", _no_body, success=400),
+    "memory_create_ranking_profile": Case(
+        "body", lambda b: {"weights": {}, "baseline_profile_id": b.profile_id}, foreign=True
+    ),
+    "memory_get_ranking_profile": Case("body", lambda b: {"profile_id": b.profile_id}, True),
+    "memory_list_ranking_profiles": Case("body", _no_body),
+    "memory_get_active_ranking_profile": Case("body", _no_body),
+    "memory_list_ranking_profile_history": Case("body", _no_body),
+    "memory_activate_ranking_profile": Case(
+        "body", lambda b: {"profile_id": b.profile_id}, foreign=True
+    ),
+    "memory_deactivate_ranking_profile": Case(
+        "body", lambda b: {"change_id": b.change_id}, success=409
+    ),
+    "memory_rollback_ranking_profile": Case("body", _rollback, foreign=True),
 }
 
 
@@ -298,6 +345,8 @@ def bobs_records(api: Api) -> BobsRecords:
     listed = c.get("/v1/alias-proposals", headers=bob).json()["items"]
     submitted = c.post("/v1/imports", json={"items": [{"content": "Bob's note"}]}, headers=bob)
     assert submitted.status_code == 202, submitted.text
+    profile = post("/v1/learning/profiles", {"weights": {"rrf_k": 30}, "evaluation": EVALUATION})
+    activated = post(f"/v1/learning/profiles/{profile['profile_id']}/activate", {})
     return BobsRecords(
         event_id=stored["event_id"],
         node_id=stored["node_id"],
@@ -307,6 +356,8 @@ def bobs_records(api: Api) -> BobsRecords:
         citation_id=citation["citation_id"],
         proposal_operation_id=listed[0]["proposal_operation_id"],
         import_id=submitted.json()["import_id"],
+        profile_id=profile["profile_id"],
+        change_id=activated["change_id"],
     )
 
 
@@ -341,6 +392,7 @@ def bobs_view(api: Api, bob: BobsRecords) -> list[Any]:
         c.get("/v1/alias-proposals", headers=api.bob).json(),
         c.get("/v1/relevance", headers=api.bob).json(),
         c.get("/v1/answer-citations", headers=api.bob).json(),
+        c.get("/v1/learning/profiles/history", headers=api.bob).json(),
     ]
 
 
@@ -417,7 +469,7 @@ def test_no_mcp_tool_lets_an_owner_key_reach_another_owner(api: Api) -> None:
 @pytest.mark.parametrize("table", [ROUTES, TOOLS])
 def test_every_foreign_case_names_one_of_bobs_records(table: dict[Any, Case]) -> None:
     """A foreign case whose body names none of bob's ids would pass without testing anything."""
-    bob = BobsRecords(*(f"bob-{i}" for i in range(8)))
+    bob = BobsRecords(*(f"bob-{i}" for i in range(10)))
     for key, case in table.items():
         if case.foreign:
             named = json.dumps(case.body(bob)) if case.body else ""

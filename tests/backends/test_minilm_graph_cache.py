@@ -1,13 +1,15 @@
 """The MiniLM graph cache: a process reads the graph an earlier one built instead of building
-it again, never trusts a damaged or stale file, survives processes writing at once, and works
+it again, never trusts a damaged or stale file nor one others could have planted, survives processes writing at once, and works
 (building in memory) where it cannot write."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -318,6 +320,15 @@ def test_the_default_cache_dir_is_under_the_home_directory_without_xdg(
     assert default_cache_dir() == tmp_path / ".cache" / "prme"
 
 
+@pytest.mark.parametrize("home", ["relative/home", "./home"])
+def test_no_default_cache_dir_for_a_relative_home(
+    monkeypatch: pytest.MonkeyPatch, home: str
+) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", home)
+    assert default_cache_dir() is None
+
+
 def test_the_word_table_is_the_weights_own_tensor() -> None:
     from safetensors.numpy import load_file
 
@@ -325,3 +336,61 @@ def test_the_word_table_is_the_weights_own_tensor() -> None:
     expected = load_file(str(_weights()))[minilm._WORD_TABLE]
     assert table.shape == (30522, 384)
     assert np.array_equal(table, expected)
+
+
+@pytest.fixture(scope="module")
+def other_graph() -> bytes:
+    """A whole graph that is not the int8 one: what someone could plant under its name."""
+    return minilm._build_graph(_weights(), "float32")
+
+
+@pytest.mark.usefixtures("new_process")
+@pytest.mark.parametrize("where", ["shared_dir", "linked_shared_dir", "foreign_file", "linked"])
+def test_a_graph_planted_with_a_valid_key_and_checksum_is_not_loaded(
+    tmp_path: Path,
+    built: tuple[Path, NDArray[np.float32]],
+    builds: list[str],
+    other_graph: bytes,
+    where: str,
+) -> None:
+    key = minilm._graph_key(_weights(), "int8")
+    header = minilm._CACHE_HEADER.pack(key.encode(), len(other_graph), zlib.crc32(other_graph))
+    planted = minilm._CACHE_MAGIC + header + other_graph
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    cache_dir = shared
+    if where in ("shared_dir", "linked_shared_dir"):
+        shared.chmod(0o777)  # anyone may write here (no sticky bit either)
+        graph_cache_file(shared, "int8").write_bytes(planted)
+        if where == "linked_shared_dir":
+            cache_dir = tmp_path / "link"
+            cache_dir.symlink_to(shared, target_is_directory=True)
+    elif where == "foreign_file":
+        graph_cache_file(shared, "int8").write_bytes(planted)
+        os.chown(graph_cache_file(shared, "int8"), 54321, 54321)
+    else:  # the cache file a link to a file elsewhere
+        elsewhere = tmp_path / "elsewhere.graph"
+        elsewhere.write_bytes(planted)
+        graph_cache_file(shared, "int8").symlink_to(elsewhere)
+    vectors = MiniLmEmbedder(cache_dir=cache_dir).embed(TEXTS)
+    assert builds == ["int8"]
+    assert np.array_equal(vectors, built[1])
+
+
+def test_other_weights_of_the_same_shapes_get_another_key(tmp_path: Path) -> None:
+    # As another training of the model would: one middle layer's tensor changed throughout,
+    # the file's size, header, first and last MiB unchanged.
+    weights = tmp_path / "model.safetensors"
+    shutil.copyfile(_weights(), weights)
+    key = minilm._graph_key(weights, "int8")
+    data = bytearray(weights.read_bytes())
+    (header_size,) = struct.unpack_from("<Q", data)
+    header = json.loads(data[8 : 8 + header_size])
+    begin, end = (
+        8 + header_size + o
+        for o in header["encoder.layer.2.attention.self.query.weight"]["data_offsets"]
+    )
+    tensor = np.frombuffer(bytes(data[begin:end]), dtype="<f4") * np.float32(1.01)
+    data[begin:end] = tensor.astype("<f4").tobytes()
+    weights.write_bytes(bytes(data))
+    assert minilm._graph_key(weights, "int8") != key

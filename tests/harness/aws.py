@@ -145,6 +145,7 @@ def aws_harness(
     (tests/backends/test_deployed_refresh.py)."""
     from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
+    from prme.backends.aws.dynamodb_ranking_profiles import DynamoDbRankingProfileStore
     from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
     from prme.backends.aws.opensearch_index import OpenSearchIndex
     from prme.backends.memory import RecordingImportQueue
@@ -165,6 +166,7 @@ def aws_harness(
         imports=DynamoDbImportJobStore(dynamodb, table),
         import_queue=import_queue,
         usage=usage,
+        ranking_profiles=DynamoDbRankingProfileStore(dynamodb, table),
     )
     return Harness(
         MemoryEngine(deps),

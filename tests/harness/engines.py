@@ -14,6 +14,7 @@ from prme.backends.memory import (
     InMemoryImportJobStore,
     InMemoryIndex,
     InMemoryLedger,
+    InMemoryRankingProfileStore,
     InMemoryUsageLog,
     RecordingImportQueue,
     RecordingWorkQueue,
@@ -73,6 +74,7 @@ def memory_harness(config: EngineConfig | None = None, embedder: Embedder | None
         imports=InMemoryImportJobStore(),
         import_queue=import_queue,
         usage=usage,
+        ranking_profiles=InMemoryRankingProfileStore(),
     )
     return Harness(
         MemoryEngine(deps),
@@ -109,6 +111,7 @@ def embedded_harness(
         imports=backend.engine.deps.imports,
         import_queue=import_queue,
         usage=backend.usage,
+        ranking_profiles=backend.ranking_profiles,
     )
     return Harness(
         MemoryEngine(deps),

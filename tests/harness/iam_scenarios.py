@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -191,6 +191,43 @@ def api_stores_and_retrieves(deployment: IamDeployment, run_as: RunAs) -> None:
     status, deleted = api_call(key, path, method="DELETE")
     assert (status, deleted["deleted_node_ids"]) == (200, [stored["node_id"]]), deleted
     assert api_call(key, path)[0] == 404
+
+
+def api_keeps_ranking_profiles(deployment: IamDeployment, run_as: RunAs) -> None:
+    """A profile saved, activated, read by a retrieval and in its receipt, listed and
+    deactivated: the profile, slot-state and change items in the owner's partition (PutItem,
+    GetItem, Query, a conditional TransactWriteItems) under the api role's grants alone."""
+    key = api_key(deployment)
+    run_as("api")
+    evaluation = {
+        "holdout_size": 30,
+        "metric": "ndcg@10",
+        "baseline_metric": 0.5,
+        "proposal_metric": 0.7,
+        "gain": 0.2,
+        "recommended": True,
+        "input_checksum": "e" * 64,
+    }
+    status, profile = api_call(
+        key, "/v1/learning/profiles", {"weights": {"rrf_k": 15}, "evaluation": evaluation}
+    )
+    assert status == 200, profile
+    profile_id = profile["profile_id"]
+    status, state = api_call(key, f"/v1/learning/profiles/{profile_id}/activate", {})
+    assert (status, state["active_profile_id"]) == (200, profile_id), state
+    status, retrieval = api_call(key, "/v1/retrieve", {"query": "anything at all"})
+    assert (status, retrieval["metrics"]["ranking_profile_id"]) == (200, profile_id), retrieval
+    status, listed = api_call(key, "/v1/learning/profiles")
+    assert (status, [p["profile_id"] for p in listed["items"]]) == (200, [profile_id]), listed
+    status, active = api_call(key, "/v1/learning/profiles/active")
+    assert (status, active["state"]) == (200, state), active
+    status, off = api_call(
+        key, "/v1/learning/profiles/deactivate", {"change_id": state["change_id"], "scopes": []}
+    )
+    assert (status, off["active_profile_id"]) == (200, None), off
+    status, history = api_call(key, "/v1/learning/profiles/history", query="limit=5")
+    changes = cast(list[dict[str, Any]], history)
+    assert (status, [h["action"] for h in changes]) == (200, ["deactivate", "activate"]), history
 
 
 def ingest_then_extract(deployment: IamDeployment, run_as: RunAs) -> None:

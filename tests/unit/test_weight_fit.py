@@ -3,7 +3,10 @@ of weights to judged retrievals with its holdout."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from pydantic import ValidationError
 
 from prme.model.learning import RankingWeights
 from prme.retrieval.fusion import FusionConfig, FusionInput, fuse
@@ -165,3 +168,24 @@ def test_ndcg_is_one_when_the_relevant_nodes_lead_and_zero_when_past_the_cutoff(
     assert ndcg_at(["a", "b", "c"], relevant) == pytest.approx(1.0)
     assert ndcg_at(["c", "a", "b"], relevant) < 1.0
     assert ndcg_at([f"x{i}" for i in range(10)] + ["a"], relevant) == 0.0
+
+
+@pytest.mark.parametrize(
+    "channels",
+    [
+        {"graph": 1.0},
+        {"lexical": -1.0},
+        {"vector": float("nan")},
+        {"vector": float("inf")},
+        {"lexical": 1e300},
+    ],
+)
+def test_ranking_weights_refuse_an_unknown_channel_or_a_weight_out_of_range(
+    channels: dict[str, float],
+) -> None:
+    # Refused where the weights are made (a request body, a saved profile), not only when
+    # applied: NaN and infinity would also be saved as JSON null.
+    with pytest.raises(ValidationError, match="channel"):
+        RankingWeights.model_validate({"channel_weights": channels})
+    with pytest.raises(ValidationError, match="channel"):
+        RankingWeights.model_validate_json(json.dumps({"channel_weights": channels}))

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from prme.embedding.segments import mean_by_group
 from prme.errors import EmbeddingModelMissingError, EmbeddingUnavailableError
 from prme.model.search import EmbeddingModelInfo
+from prme.private_files import owned_privately, private_or_absent
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -100,6 +101,8 @@ _UNWRITABLE_LOGGED: set[Path] = set()
 _ABANDONED_AFTER_S = 3600.0
 # Bytes read from each end of the weights file for the cache key (see `_graph_key`).
 _KEY_SAMPLE = 1 << 20
+# ... and from each end of each tensor (see `_tensor_samples`).
+_TENSOR_SAMPLE = 512
 
 logger = logging.getLogger(__name__)
 
@@ -393,24 +396,48 @@ def _word_table(weights_path: Path) -> NDArray[np.float32]:
 def _graph_key(weights_path: Path, precision: Precision) -> str:
     """Names what a graph is built from, cheaply: the weights file by its size and its first
     and last `_KEY_SAMPLE` bytes (the safetensors header with every tensor's offsets, and the
-    last layer's weights; hashing all 90 MB would cost more than reading the cached graph),
-    the model version, the precision and every constant of the build. Content, not
+    last layer's weights) and both ends of every tensor (hashing all 90 MB would cost more
+    than reading the cached graph), the model version, the precision and every constant of the build. Content, not
     modification times, so a copied or unpacked installation keeps its cache."""
     with weights_path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         head = handle.read(_KEY_SAMPLE)
         handle.seek(max(0, size - _KEY_SAMPLE))
         tail = handle.read(_KEY_SAMPLE)
+        tensors = _tensor_samples(handle, head)
     source = {
         "format": _GRAPH_FORMAT,
         "model": model_version(precision),
-        "weights": [size, hashlib.sha256(head + tail).hexdigest()],
+        "weights": [size, hashlib.sha256(head + tail + tensors).hexdigest()],
         "opset": _OPSET,
         "int8_limit": _INT8_WEIGHT_LIMIT,
         "layer_norm_eps": _LAYER_NORM_EPS,
         "shape": [_LAYERS, _HEADS, _HIDDEN],
     }
     return hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()
+
+
+def _tensor_samples(handle: BinaryIO, head: bytes) -> bytes:
+    """The first and last `_TENSOR_SAMPLE` bytes of each tensor the safetensors header lists
+    (about 0.1 MB for MiniLM's 101): the first and last MiB alone cover the embeddings, the
+    unused pooler and part of the last layer, not the five layers between, which any other
+    training of the same shapes changes throughout. Empty for a file without such a header."""
+    try:
+        (header_size,) = struct.unpack_from("<Q", head)
+        header = json.loads(head[8 : 8 + header_size])
+        spans = sorted(
+            (int(entry["data_offsets"][0]), int(entry["data_offsets"][1]))
+            for name, entry in header.items()
+            if name != "__metadata__"
+        )
+    except (struct.error, ValueError, TypeError, KeyError, AttributeError, IndexError):
+        return b""
+    parts = []
+    for begin, end in spans:
+        for offset in dict.fromkeys((begin, max(begin, end - _TENSOR_SAMPLE))):
+            handle.seek(8 + header_size + offset)
+            parts.append(handle.read(min(_TENSOR_SAMPLE, end - offset)))
+    return b"".join(parts)
 
 
 def graph_cache_file(cache_dir: Path, precision: Precision) -> Path:
@@ -426,6 +453,8 @@ def _serialized_graph(
     weights_path = model_dir / "model.safetensors"
     key = _graph_key(weights_path, precision)
     cache_file = cache_dir / f"minilm-l6-{precision}-{key[:16]}.graph" if cache_dir else None
+    if cache_file is not None and not _private_directory(cache_file.parent):
+        cache_file = None
     with _GRAPH_CACHE_LOCK:
         graph = None if rebuild else _GRAPH_CACHE.get(key)
         from_memory = graph is not None
@@ -448,7 +477,13 @@ def _read_cache_file(path: Path, key: str) -> bytes | None:
     """The graph in `path` if the file is whole and was built for `key`; otherwise None (the
     caller rebuilds and replaces it): a cache file is never trusted beyond its checks."""
     try:
-        data = path.read_bytes()
+        # Not through a symbolic link, and only a file of this user's that no one else may
+        # change: a planted file can carry a valid key and checksum around another graph.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not owned_privately(os.fstat(handle.fileno()), regular=True):
+                return None
+            data = handle.read()
     except OSError:
         return None  # absent or unreadable: rebuilding is always possible
     start = len(_CACHE_MAGIC) + _CACHE_HEADER.size
@@ -467,7 +502,9 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
     # costs a rebuild in the next process: logged once per directory, never raised.
     header = _CACHE_MAGIC + _CACHE_HEADER.pack(key.encode(), len(graph), zlib.crc32(graph))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private_directory(path.parent):
+            return
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".minilm-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -487,6 +524,24 @@ def _write_cache_file(path: Path, key: str, graph: bytes) -> None:
                 path.parent,
                 exc.strerror or type(exc).__name__,
             )
+
+
+def _private_directory(directory: Path) -> bool:
+    """Whether a graph may be read from or written to `directory`: absent (created private
+    when written, if it can be), or owned by this user and writable by no one else. Else the
+    graph is built in memory, and that is logged once. A cache file's checksum tells a damaged
+    file from a whole one, not a graph another user planted in a shared directory from ours."""
+    if private_or_absent(directory):
+        return True
+    if directory not in _UNWRITABLE_LOGGED:
+        _UNWRITABLE_LOGGED.add(directory)
+        logger.warning(
+            "The embedding model's graph is not cached in %s: it belongs to another user or "
+            "others may write to it; each process builds it again (set PRME_MODEL_CACHE_DIR "
+            "to a directory of your own)",
+            directory,
+        )
+    return False
 
 
 def _remove_abandoned_writes(directory: Path) -> None:

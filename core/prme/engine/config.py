@@ -112,6 +112,10 @@ class EngineConfig(BaseModel):
     # Days a retrieval receipt stays readable (and replayable, and open to feedback); after
     # that it reads as not found on every backend, and DynamoDB's TTL deletes it.
     receipt_retention_days: int = Field(default=30, ge=1)
+    # How long a process reuses an owner's active ranking profiles before reading them again:
+    # a change made through this process applies at once, one made elsewhere (another Lambda
+    # container or process) within this many seconds. 0 reads them on every retrieval.
+    ranking_profile_cache_seconds: float = Field(default=5.0, ge=0.0, le=300.0)
     # How many pending work items one processing pass takes.
     work_batch_size: int = Field(default=100, ge=1)
     # How many of an owner's ledger records one erase call removes at most: a larger owner is

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from prme.engine.config import EngineConfig
 from prme.engine.limits import LimitGate
+from prme.engine.profile_cache import ActiveProfileCache
 from prme.ports import (
     Clock,
     Embedder,
@@ -15,6 +16,7 @@ from prme.ports import (
     ImportJobStore,
     ImportQueue,
     Ledger,
+    RankingProfileStore,
     SearchIndex,
     UploadStore,
     UsageLog,
@@ -53,3 +55,8 @@ class EngineDeps:
     uploads: UploadStore | None = None
     # Where metered usage is recorded; None meters nothing (and /v1/usage reads as empty).
     usage: UsageLog | None = None
+    # Learned ranking profiles (engine/ranking_profiles.py); None: no profile ranks anything
+    # and the profile operations are not served.
+    ranking_profiles: RankingProfileStore | None = None
+    # The owners' active profiles as retrievals read them (ranking_profile_cache_seconds).
+    profile_cache: ActiveProfileCache = field(default_factory=ActiveProfileCache)

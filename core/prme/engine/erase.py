@@ -67,6 +67,11 @@ def _erase(deps: EngineDeps, owner: OwnerKey, erasure_id: str) -> OwnerErasure:
     if deps.imports is not None:
         # Import jobs kept apart from the ledger; counted as the ledger counts those it keeps.
         record = _counted(deps, owner, record, "journal_records", deps.imports.erase_owner(owner))
+    if deps.ranking_profiles is not None:
+        # Ranking profiles and their changes, where the store keeps them apart from the ledger.
+        removed = deps.ranking_profiles.erase_owner(owner)
+        deps.profile_cache.invalidate(owner)
+        record = _counted(deps, owner, record, "journal_records", removed)
     budget = deps.config.erase_records_per_call
     # Under a request deadline (API Gateway's 29 s), steps stop starting once its share is
     # spent, keeping the rest for the answer; the next call continues.

@@ -287,6 +287,7 @@ def replay_receipt(deps: EngineDeps, owner: OwnerKey, request_id: str) -> Replay
         replayed_ranking=replayed,
         matches=replayed == saved,
         returned_node_ids=receipt.returned_node_ids,
+        ranking_profile_id=receipt.config.ranking_profile_id,
     )
 
 

@@ -8,18 +8,23 @@ candidate does (the metric, NDCG@10, gains only from relevant nodes). Only fused
 be re-ranked: a label on a record that entered as session context is left out.
 
 Nothing is written: the evaluation reads judgments, citations and receipts, and returns
-numbers; a profile is created from it (or not) by the caller.
+numbers, with the body of `create_ranking_profile` that saves the proposal; a profile is
+created from it (or not) by the caller. The baseline is the owner's profile active for the
+scopes learned for, so a proposal is compared with what ranks their retrievals now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from prme.engine.deadlines import remaining_seconds
 from prme.engine.deps import EngineDeps
 from prme.engine.feedback import CITATIONS, MAX_PAGE, RELEVANCE
 from prme.engine.journal import list_journal
+from prme.engine.ranking_profiles import active_ranking_profile
 from prme.engine.reads import get_receipt_record
+from prme.engine.retrieve import fusion_config_for
 from prme.errors import NotEnoughJudgmentsError, NotFoundError
 from prme.model.enums import Scope
 from prme.model.feedback import AnswerCitationRecord, RelevanceRecord
@@ -28,9 +33,13 @@ from prme.model.learning import (
     MAX_FIT_RETRIEVALS,
     LearningEvaluation,
     LearningInput,
+    ProfileEvaluation,
+    RankingProfileInput,
     RankingWeights,
+    sorted_scopes,
 )
 from prme.model.records import JournalRecord, OwnerKey
+from prme.retrieval.fusion import FusionConfig
 from prme.retrieval.receipts import RetrievalReceipt
 from prme.retrieval.weight_fit import (
     METRIC,
@@ -48,6 +57,13 @@ MIN_HOLDOUT = 5
 # little chance of reaching the first ten under the weights tried, and each candidate costs
 # every re-ranking time (a retrieval that fills a budget fuses up to 300).
 MAX_CANDIDATES = 100
+# Under a request deadline (API Gateway answers 504 after 29 s): reading receipts stops once it
+# has used this share of what was left when the evaluation began; the search stops before a
+# trial when what is left would not cover that trial and the scoring of both whole parts
+# (estimated from the search's own pace) SCORING_MARGIN times over, plus the answer's share.
+READ_SHARE = 0.5
+SCORING_MARGIN = 2.0
+ANSWER_SHARE = 0.1
 
 
 @dataclass
@@ -88,8 +104,15 @@ def evaluate_learning(
             citation.cited_node_ids
         )
     scopes = frozenset(request.scopes) if request.scopes else None
+    budget = remaining_seconds()
+    read_until = None if budget is None else budget * (1 - READ_SHARE)
     usable: list[JudgedRetrieval] = []
-    for request_id in sorted(judgments)[: request.max_records]:
+    to_read = sorted(judgments)[: request.max_records]
+    read = 0
+    for request_id in to_read:
+        if read_until is not None and _left() <= read_until:
+            break
+        read += 1
         judged_retrieval = _judged(deps, owner, request_id, judgments[request_id], scopes)
         if judged_retrieval is not None:
             usable.append(judged_retrieval)
@@ -99,9 +122,31 @@ def evaluate_learning(
             f"Learning needs at least {MIN_TRAIN} judged retrievals to fit and {MIN_HOLDOUT} "
             f"held out; {len(usable)} judged retrievals are usable ({len(split.train)} to fit, "
             f"{len(split.holdout)} held out at holdout_share {request.holdout_share})"
+            + (
+                f"; {len(to_read) - read} more were not read in the time of this request"
+                if read < len(to_read)
+                else ""
+            )
         )
     baseline, baseline_profile_id = _baseline(deps, owner, request.scopes)
-    fit = evaluate_fit(split, baseline, max_fit=MAX_FIT_RETRIEVALS)
+    fit_on = len(split.fitted_on(MAX_FIT_RETRIEVALS))
+    scoring = 2 * (len(split.train) + len(split.holdout))
+    fit = evaluate_fit(
+        split,
+        baseline,
+        max_fit=MAX_FIT_RETRIEVALS,
+        go_on=None if budget is None else _pace_keeper(budget, fit_on + scoring),
+    )
+    checksum = input_checksum(usable)
+    holdout = ProfileEvaluation(
+        holdout_size=len(split.holdout),
+        metric=METRIC,
+        baseline_metric=fit.baseline_holdout,
+        proposal_metric=fit.proposal_holdout,
+        gain=fit.gain,
+        recommended=fit.recommended,
+        input_checksum=checksum,
+    )
     return LearningEvaluation(
         proposal=fit.proposal,
         baseline=baseline,
@@ -123,16 +168,48 @@ def evaluate_learning(
         gain=fit.gain,
         recommend_margin=RECOMMEND_MARGIN,
         recommended=fit.recommended,
-        input_checksum=input_checksum(usable),
+        input_checksum=checksum,
+        complete=read == len(to_read) and fit.search_complete,
+        unread_retrievals=len(to_read) - read,
+        search_complete=fit.search_complete,
+        profile=RankingProfileInput(
+            scopes=sorted_scopes(request.scopes or ()),
+            weights=fit.proposal,
+            baseline_profile_id=baseline_profile_id,
+            evaluation=holdout,
+        ),
     )
 
 
+def _left() -> float:
+    left = remaining_seconds()
+    return float("inf") if left is None else left
+
+
+def _pace_keeper(budget: float, rankings_after: int) -> Callable[[int], bool]:
+    """Whether the search may start its next trial: what is left of the deadline must cover
+    that trial and the scoring after it (`rankings_after` re-ranked retrievals, at the pace
+    measured so far) SCORING_MARGIN times, and keep the answer's share of `budget`."""
+    started = _left()
+
+    def go_on(ranked: int) -> bool:
+        left = _left()
+        pace = (started - left) / max(ranked, 1)
+        return left - SCORING_MARGIN * pace * rankings_after > ANSWER_SHARE * budget
+
+    return go_on
+
+
 def _baseline(
-    _deps: EngineDeps, _owner: OwnerKey, _scopes: list[Scope] | None
+    deps: EngineDeps, owner: OwnerKey, scopes: list[Scope] | None
 ) -> tuple[RankingWeights, str | None]:
-    """The weights a proposal is compared with: neutral (each retrieval's own settings) until
-    ranking profiles can be activated; then the active profile of the scopes."""
-    return RankingWeights(), None
+    """The weights a proposal is compared with, and the profile they are: the owner's profile
+    active for these scopes now, by the rule a retrieval filtered to them follows (neutral,
+    each retrieval's own settings, when none is)."""
+    profile = active_ranking_profile(deps, owner, scopes)
+    if profile is None:
+        return RankingWeights(), None
+    return profile.weights, profile.profile_id
 
 
 def _records(deps: EngineDeps, owner: OwnerKey, prefix: str, most: int) -> Iterator[JournalRecord]:
@@ -165,6 +242,9 @@ def _judged(
     receipt = RetrievalReceipt.from_payload(saved.payload)
     if scopes is not None and not _within(receipt, scopes):
         return None
+    fusion = receipt.config.fusion
+    if receipt.config.ranking_profile_id is not None:
+        fusion = _without_profile(fusion, deps)
     candidates = tuple(receipt.fusion_inputs()[:MAX_CANDIDATES])
     fused = {c.node_id for c in candidates}
     relevant = judgments.relevant() & fused
@@ -173,9 +253,19 @@ def _judged(
     return JudgedRetrieval(
         request_id=request_id,
         receipt_checksum=saved.checksum,
-        fusion=receipt.config.fusion,
+        fusion=fusion,
         candidates=candidates,
         relevant=relevant,
+    )
+
+
+def _without_profile(fusion: FusionConfig, deps: EngineDeps) -> FusionConfig:
+    """A profiled receipt's fusion settings with every weight a profile can set back at the
+    engine's value, so the baseline and the proposal re-rank it as they would a retrieval
+    made today (a weight they leave unset must not keep the old profile's value)."""
+    engine = fusion_config_for(deps.config, "")
+    return fusion.model_copy(
+        update={name: getattr(engine, name) for name in RankingWeights.model_fields}
     )
 
 

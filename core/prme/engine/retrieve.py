@@ -12,6 +12,7 @@ from prme.engine.config import EngineConfig
 from prme.engine.contradiction_links import contradicted_by
 from prme.engine.deadlines import share_of_deadline
 from prme.engine.deps import EngineDeps
+from prme.engine.ranking_profiles import profile_for_retrieval
 from prme.engine.session_context import SessionContext, expand_session_context
 from prme.errors import EmbeddingUnavailableError, PrmeError
 from prme.model.bindings import SavedValueBinding
@@ -196,7 +197,8 @@ def fusion_config_for(
     config: EngineConfig, query: str, ranking_weights: RankingWeights | None = None
 ) -> FusionConfig:
     """The fusion settings of a retrieval of `query`: the engine's scoring settings, with
-    what `ranking_weights` overrides."""
+    what `ranking_weights` (a ranking profile's) overrides. The one place weights meet the
+    ranking."""
     fusion_config = FusionConfig(
         rrf_k=config.scoring.rrf_k,
         recency_boost=config.scoring.rrf_recency_boost,
@@ -225,18 +227,30 @@ def drop_weak_lexical_ranks(candidates: Candidates, share: float) -> None:
         candidates.ranks[node_id].pop("lexical", None)
 
 
+def _ranking_settings(
+    deps: EngineDeps, owner: OwnerKey, request: RetrieveInput, flt: IndexFilter
+) -> tuple[FusionConfig, str | None]:
+    """A retrieval's fusion settings and the ranking profile that set them: the owner's profile
+    active for its scope filter, unless the request asks for none (nothing is read then). The
+    receipt saves the settings, so a replay ranks with them whatever is active later."""
+    wanted = request.ranking_profile == "active"
+    profile = profile_for_retrieval(deps, owner, flt.scopes) if wanted else None
+    if profile is None:
+        return fusion_config_for(deps.config, request.query), None
+    return fusion_config_for(deps.config, request.query, profile.weights), profile.profile_id
+
+
 def retrieve_memories(
     deps: EngineDeps,
     owner: OwnerKey,
     request: RetrieveInput,
     *,
     response_budget: ResponseBudget | None = None,
-    ranking_weights: RankingWeights | None = None,
 ) -> RetrievalResponse:
     """Rank, select and pack; with `response_budget`, the records a surface sends are cut (in
     rank order) to what its response can carry, and the response says how many were left out.
-    `ranking_weights` override fused-ranking settings (an engine-level parameter for
-    evaluations; the receipt saves the settings used, so it replays with them)."""
+    Unless the request asks for none, the owner's ranking profile active for its scope filter
+    sets fused-ranking weights (the receipt saves the settings used and names the profile)."""
     started = time.perf_counter()
     config = deps.config
     now = deps.clock.now()
@@ -259,7 +273,7 @@ def retrieve_memories(
     candidates = gather_candidates(deps, owner, request, flt, candidate_depth)
     searched = time.perf_counter()
 
-    fusion_config = fusion_config_for(config, request.query, ranking_weights)
+    fusion_config, profile_id = _ranking_settings(deps, owner, request, flt)
     drop_weak_lexical_ranks(candidates, fusion_config.weak_lexical_share)
     speakers = {n.speaker for n in candidates.nodes.values() if n.speaker}
     named = named_speakers(request.query, speakers) if speakers else set()
@@ -369,6 +383,7 @@ def retrieve_memories(
         reference_time=request.reference_time or now,
         config=ReceiptConfig(
             retrieval_profile=config.retrieval_profile,
+            ranking_profile_id=profile_id,
             fusion=fusion_config,
             mode=(request.mode or RetrievalMode.DEFAULT).value,
             limit=limit,
@@ -436,6 +451,7 @@ def retrieve_memories(
         backend_failures=candidates.failures,
         min_score_skipped=min_score_skipped,
         current_state_query=fusion_config.current_state,
+        ranking_profile_id=profile_id,
         limit=limit,
         token_budget=budget,
         tokens_used=packed.tokens_used,

@@ -27,6 +27,7 @@ from prme.engine import (
     organizer,
     portability,
     quantities,
+    ranking_profiles,
     reads,
     receipt_listing,
     retrieve,
@@ -82,7 +83,14 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
-from prme.model.learning import LearningEvaluation, LearningInput
+from prme.model.learning import (
+    ActiveRankingProfile,
+    LearningEvaluation,
+    LearningInput,
+    RankingProfile,
+    RankingProfileInput,
+    RankingProfileState,
+)
 from prme.model.limits import LimitsReport
 from prme.model.node_batch import NodeBatch
 from prme.model.organizer import OrganizeInput, OrganizeReport, OrganizerPass
@@ -542,4 +550,71 @@ class MemoryEngine:
     ) -> NodeRetrievalPage:
         return receipt_listing.list_node_retrievals(
             self.deps, owner, node_id, cursor=cursor, scan_limit=scan_limit
+        )
+
+    # -- ranking profiles (engine/ranking_profiles.py) --
+    def create_ranking_profile(
+        self, owner: OwnerKey, request: RankingProfileInput
+    ) -> RankingProfile:
+        return ranking_profiles.create_ranking_profile(self.deps, owner, request)
+
+    def get_ranking_profile(self, owner: OwnerKey, profile_id: str) -> RankingProfile:
+        return ranking_profiles.get_ranking_profile(self.deps, owner, profile_id)
+
+    def list_ranking_profiles(
+        self,
+        owner: OwnerKey,
+        *,
+        limit: int = ranking_profiles.DEFAULT_PROFILE_PAGE,
+        after_id: str | None = None,
+    ) -> list[RankingProfile]:
+        return ranking_profiles.list_ranking_profiles(
+            self.deps, owner, limit=limit, after_id=after_id
+        )
+
+    def get_active_ranking_profile(
+        self, owner: OwnerKey, scopes: Sequence[Scope] = ()
+    ) -> ActiveRankingProfile:
+        return ranking_profiles.get_active_ranking_profile(self.deps, owner, scopes)
+
+    def list_ranking_profile_history(
+        self,
+        owner: OwnerKey,
+        scopes: Sequence[Scope] = (),
+        *,
+        limit: int = ranking_profiles.DEFAULT_HISTORY,
+    ) -> list[RankingProfileState]:
+        return ranking_profiles.list_ranking_profile_history(self.deps, owner, scopes, limit=limit)
+
+    def activate_ranking_profile(
+        self,
+        owner: OwnerKey,
+        profile_id: str,
+        *,
+        actor: Principal,
+        change_id: str | None = None,
+        scopes: Sequence[Scope] | None = None,
+    ) -> RankingProfileState:
+        return ranking_profiles.activate_ranking_profile(
+            self.deps, owner, profile_id, actor=actor, change_id=change_id, scopes=scopes
+        )
+
+    def deactivate_ranking_profile(
+        self, owner: OwnerKey, *, actor: Principal, change_id: str, scopes: Sequence[Scope]
+    ) -> RankingProfileState:
+        return ranking_profiles.deactivate_ranking_profile(
+            self.deps, owner, actor=actor, change_id=change_id, scopes=scopes
+        )
+
+    def rollback_ranking_profile(
+        self,
+        owner: OwnerKey,
+        *,
+        actor: Principal,
+        change_id: str,
+        scopes: Sequence[Scope],
+        profile_id: str,
+    ) -> RankingProfileState:
+        return ranking_profiles.rollback_ranking_profile(
+            self.deps, owner, actor=actor, change_id=change_id, scopes=scopes, profile_id=profile_id
         )

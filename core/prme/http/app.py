@@ -19,6 +19,7 @@ from prme.http import (
     routes_conflicts,
     routes_graph,
     routes_keys,
+    routes_learning,
     routes_limits,
     routes_manage,
     routes_node_batch,
@@ -110,6 +111,8 @@ def create_app(runtime: ApiRuntime) -> FastAPI:
     _write_routes(app, engine)
     _read_routes(app, engine, http_response_budget(runtime.max_response_bytes))
     _lifecycle_routes(app, engine)
+    # Before the table's routes: /v1/learning/profiles/active is no profile id.
+    routes_learning.register(app, engine)
     table_routes.register(app, engine)
     routes_aliases.register(app, engine)
     routes_manage.register(app, engine)

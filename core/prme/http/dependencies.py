@@ -101,6 +101,7 @@ EventIdPath = path_id("event_id")
 NodeIdPath = path_id("node_id")
 RequestIdPath = path_id("request_id")
 ProposalIdPath = path_id("proposal_operation_id")
+ProfileIdPath = path_id("profile_id")
 IdempotencyKey = Annotated[
     UUID | None, Header(alias="Idempotency-Key", description=IDEMPOTENCY_KEY_DESCRIPTION)
 ]

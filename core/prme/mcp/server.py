@@ -34,6 +34,12 @@ from prme.engine.aliases import DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT
 from prme.engine.deadlines import pass_budget_ms
 from prme.engine.identity import Principal, resolve_owner
 from prme.engine.manage import MAX_PAGE as MAX_LIST_PAGE
+from prme.engine.ranking_profiles import (
+    DEFAULT_HISTORY,
+    DEFAULT_PROFILE_PAGE,
+    MAX_HISTORY,
+    MAX_PROFILE_PAGE,
+)
 from prme.engine.service import MemoryEngine
 from prme.errors import (
     CATEGORY_BY_STATUS,
@@ -64,7 +70,17 @@ from prme.http.judgment_schemas import (
     RelevanceRequest,
     ResolveToolArgumentsRequest,
 )
-from prme.http.learning_schemas import LearningEvaluationRequest
+from prme.http.learning_schemas import (
+    ActivateRankingProfileRequest,
+    DeactivateRankingProfileRequest,
+    LearningEvaluationRequest,
+    RankingHistoryQuery,
+    RankingProfileListQuery,
+    RankingProfileListResponse,
+    RankingProfileRequest,
+    RankingSlotQuery,
+    RollbackRankingProfileRequest,
+)
 from prme.http.organizer_schemas import OrganizeRequest
 from prme.http.schemas import (
     FastIngestRequest,
@@ -101,7 +117,7 @@ from prme.model.inputs import (
     RetrieveInput,
     StoreInput,
 )
-from prme.model.learning import LearningInput
+from prme.model.learning import LearningInput, RankingProfileInput
 from prme.model.listings import NodeFilter, SearchText
 from prme.model.organizer import (
     DEFAULT_BUDGET_MS,
@@ -1116,8 +1132,30 @@ def _assertion_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) 
         )
 
 
+def _organizer_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
+    """The organizer's run over the owner's memory."""
+
+    @_tool(server, "memory_organize")
+    def memory_organize(
+        jobs: Annotated[list[OrganizerJob] | None, described(OrganizeRequest, "jobs")] = None,
+        budget_ms: Annotated[
+            int, described(OrganizeRequest, "budget_ms", ge=1, le=MAX_BUDGET_MS)
+        ] = DEFAULT_BUDGET_MS,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        fields = _present({"jobs": jobs, "budget_ms": budget_ms})
+        return run(user_id, lambda owner: engine.organize(owner, validated(OrganizeInput, fields)))
+
+
+ProfileId = Annotated[UUID, Field(description=ID_DESCRIPTIONS["profile_id"])]
+SlotScopes = Annotated[
+    list[Scope] | None, described(RankingSlotQuery, "scopes", max_length=len(Scope))
+]
+
+
 def _learning_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
-    """Ranking weights learned from the owner's judgments, evaluated on a holdout."""
+    """Learning from feedback: evaluate a proposal on a holdout; ranking profiles: save, list,
+    read a slot and its history, and change a slot."""
 
     @_tool(server, "memory_evaluate_learning")
     def memory_evaluate_learning(
@@ -1140,17 +1178,129 @@ def _learning_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -
             lambda owner: engine.evaluate_learning(owner, validated(LearningInput, fields)),
         )
 
-
-def _organizer_tools(server: PrmeMcpServer, engine: MemoryEngine, run: _Runner) -> None:
-    """The organizer's run over the owner's memory."""
-
-    @_tool(server, "memory_organize")
-    def memory_organize(
-        jobs: Annotated[list[OrganizerJob] | None, described(OrganizeRequest, "jobs")] = None,
-        budget_ms: Annotated[
-            int, described(OrganizeRequest, "budget_ms", ge=1, le=MAX_BUDGET_MS)
-        ] = DEFAULT_BUDGET_MS,
+    @_tool(server, "memory_create_ranking_profile")
+    def memory_create_ranking_profile(
+        *,
+        weights: Annotated[dict[str, Any], described(RankingProfileRequest, "weights")],
+        evaluation: Annotated[
+            dict[str, Any] | None, described(RankingProfileRequest, "evaluation")
+        ] = None,
+        scopes: Annotated[
+            list[Scope] | None,
+            described(RankingProfileRequest, "scopes", max_length=len(Scope)),
+        ] = None,
+        baseline_profile_id: Annotated[
+            UUID | None, described(RankingProfileRequest, "baseline_profile_id")
+        ] = None,
+        profile_id: Annotated[UUID | None, described(RankingProfileRequest, "profile_id")] = None,
         user_id: UserId = None,
     ) -> CallToolResult:
-        fields = _present({"jobs": jobs, "budget_ms": budget_ms})
-        return run(user_id, lambda owner: engine.organize(owner, validated(OrganizeInput, fields)))
+        fields = _present(
+            {
+                "weights": weights,
+                "evaluation": evaluation,
+                "scopes": scopes,
+                "baseline_profile_id": baseline_profile_id,
+                "profile_id": profile_id,
+            }
+        )
+        return run(
+            user_id,
+            lambda owner: engine.create_ranking_profile(
+                owner, validated(RankingProfileInput, fields)
+            ),
+        )
+
+    @_tool(server, "memory_list_ranking_profiles")
+    def memory_list_ranking_profiles(
+        limit: Annotated[
+            int, described(RankingProfileListQuery, "limit", ge=1, le=MAX_PROFILE_PAGE)
+        ] = DEFAULT_PROFILE_PAGE,
+        after_id: Annotated[UUID | None, described(RankingProfileListQuery, "after_id")] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: RankingProfileListResponse(
+                items=engine.list_ranking_profiles(owner, limit=limit, after_id=_text(after_id))
+            ),
+        )
+
+    @_tool(server, "memory_get_active_ranking_profile")
+    def memory_get_active_ranking_profile(
+        scopes: SlotScopes = None, user_id: UserId = None
+    ) -> CallToolResult:
+        return run(user_id, lambda owner: engine.get_active_ranking_profile(owner, scopes or []))
+
+    @_tool(server, "memory_list_ranking_profile_history")
+    def memory_list_ranking_profile_history(
+        scopes: SlotScopes = None,
+        limit: Annotated[
+            int, described(RankingHistoryQuery, "limit", ge=1, le=MAX_HISTORY)
+        ] = DEFAULT_HISTORY,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run(
+            user_id,
+            lambda owner: [
+                state.model_dump(mode="json")
+                for state in engine.list_ranking_profile_history(owner, scopes or [], limit=limit)
+            ],
+        )
+
+    @_tool(server, "memory_activate_ranking_profile")
+    def memory_activate_ranking_profile(
+        profile_id: ProfileId,
+        change_id: Annotated[
+            str | None,
+            described(ActivateRankingProfileRequest, "change_id", min_length=1, max_length=64),
+        ] = None,
+        scopes: Annotated[
+            list[Scope] | None,
+            described(ActivateRankingProfileRequest, "scopes", max_length=len(Scope)),
+        ] = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run.acting(
+            user_id,
+            lambda owner, actor: engine.activate_ranking_profile(
+                owner, str(profile_id), actor=actor, change_id=change_id, scopes=scopes
+            ),
+        )
+
+    @_tool(server, "memory_deactivate_ranking_profile")
+    def memory_deactivate_ranking_profile(
+        change_id: Annotated[
+            str,
+            described(DeactivateRankingProfileRequest, "change_id", min_length=1, max_length=64),
+        ],
+        scopes: SlotScopes = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run.acting(
+            user_id,
+            lambda owner, actor: engine.deactivate_ranking_profile(
+                owner, actor=actor, change_id=change_id, scopes=scopes or []
+            ),
+        )
+
+    @_tool(server, "memory_rollback_ranking_profile")
+    def memory_rollback_ranking_profile(
+        profile_id: Annotated[UUID, described(RollbackRankingProfileRequest, "profile_id")],
+        change_id: Annotated[
+            str,
+            described(RollbackRankingProfileRequest, "change_id", min_length=1, max_length=64),
+        ],
+        scopes: SlotScopes = None,
+        user_id: UserId = None,
+    ) -> CallToolResult:
+        return run.acting(
+            user_id,
+            lambda owner, actor: engine.rollback_ranking_profile(
+                owner,
+                actor=actor,
+                change_id=change_id,
+                scopes=scopes or [],
+                profile_id=str(profile_id),
+            ),
+        )

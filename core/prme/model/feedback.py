@@ -199,3 +199,8 @@ class ReplayReport(BaseModel):
     replayed_ranking: list[str] = Field(description="Node ids in the order the replay ranked them")
     matches: bool = Field(description="True when the replay reproduced the saved ranking")
     returned_node_ids: list[str] = Field(description="The results the retrieval returned")
+    ranking_profile_id: str | None = Field(
+        default=None,
+        description="The learned ranking profile the retrieval was ranked by, whose weights the "
+        "replay used from the receipt (null: none)",
+    )

@@ -352,6 +352,12 @@ class RetrieveInput(BaseModel):
         default=None,
         description="Reserved: rank fusion has no feature weights, so every factor must be 1.0",
     )
+    ranking_profile: Literal["active", "none"] = Field(
+        default="active",
+        description="active: ranked by the owner's learned ranking profile for this scope "
+        "filter when one is active (metrics.ranking_profile_id names it); none: by the "
+        "engine's settings, e.g. to compare",
+    )
     context_format: Literal["reader", "auditable"] = Field(
         default="reader",
         description="reader: one line per record ('[m1] date speaker: text') for a model to "

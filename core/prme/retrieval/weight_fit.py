@@ -74,6 +74,15 @@ class Split:
 
 
 @dataclass(frozen=True)
+class Search:
+    """The weights a coordinate search ended with, and whether it ran to its end (False: the
+    caller's `go_on` stopped it first, and the weights are the best found until then)."""
+
+    weights: RankingWeights
+    complete: bool
+
+
+@dataclass(frozen=True)
 class FitResult:
     """The fitted weights and the metric of both weight sets on both parts of the split."""
 
@@ -82,6 +91,7 @@ class FitResult:
     proposal_train: float
     baseline_holdout: float
     proposal_holdout: float
+    search_complete: bool = True
 
     @property
     def gain(self) -> float:
@@ -159,8 +169,22 @@ def fit_weights(
     Deterministic: coordinates and grid values are tried in a fixed order, a value replaces
     the current one only when it scores strictly better, and a search that finds nothing
     better returns `start` itself."""
+    return search_weights(train, start, rounds=rounds, grids=grids).weights
+
+
+def search_weights(
+    train: Sequence[JudgedRetrieval],
+    start: RankingWeights,
+    *,
+    rounds: int = ROUNDS,
+    grids: Mapping[str, tuple[float, ...]] = GRIDS,
+    go_on: Callable[[int], bool] | None = None,
+) -> Search:
+    """`fit_weights`, asking `go_on` (given the re-rankings done so far) before each trial
+    whether to start it: a caller under a deadline stops the search with the best so far."""
     current = start
     best = mean_metric(train, current)
+    ranked = len(train)
     for _ in range(rounds):
         improved = False
         for coordinate, grid in grids.items():
@@ -168,23 +192,33 @@ def fit_weights(
                 candidate = _with_value(current, coordinate, value)
                 if candidate == current:
                     continue
+                if go_on is not None and not go_on(ranked):
+                    return Search(weights=current, complete=False)
                 score = mean_metric(train, candidate)
+                ranked += len(train)
                 if score > best + _EPSILON:
                     current, best, improved = candidate, score, True
         if not improved:
             break
-    return current
+    return Search(weights=current, complete=True)
 
 
 def evaluate_fit(
-    split: Split, baseline: RankingWeights, *, max_fit: int | None = None
+    split: Split,
+    baseline: RankingWeights,
+    *,
+    max_fit: int | None = None,
+    go_on: Callable[[int], bool] | None = None,
 ) -> FitResult:
     """Fit on the training retrievals (the first `max_fit` of them when given) from
-    `baseline`, then score both on both whole parts."""
+    `baseline`, then score both on both whole parts; `go_on` may stop the search early
+    (`search_weights`), never the scoring."""
     fit_on = split.train if max_fit is None else split.fitted_on(max_fit)
-    proposal = fit_weights(fit_on, baseline)
+    search = search_weights(fit_on, baseline, go_on=go_on)
+    proposal = search.weights
     return FitResult(
         proposal=proposal,
+        search_complete=search.complete,
         baseline_train=mean_metric(split.train, baseline),
         proposal_train=mean_metric(split.train, proposal),
         baseline_holdout=mean_metric(split.holdout, baseline),

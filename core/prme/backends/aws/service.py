@@ -92,6 +92,7 @@ def open_aws(
     from prme.backends.aws.dynamodb_imports import DynamoDbImportJobStore
     from prme.backends.aws.dynamodb_ledger import DynamoDbLedger
     from prme.backends.aws.dynamodb_limits import DynamoDbLimits
+    from prme.backends.aws.dynamodb_ranking_profiles import DynamoDbRankingProfileStore
     from prme.backends.aws.dynamodb_usage import DynamoDbUsageLog
     from prme.backends.aws.opensearch_index import OpenSearchIndex, VectorShape
     from prme.backends.aws.resources import queue_specs
@@ -139,6 +140,7 @@ def open_aws(
             else None
         ),
         usage=usage,
+        ranking_profiles=DynamoDbRankingProfileStore(clients.dynamodb, settings.table_name),
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)

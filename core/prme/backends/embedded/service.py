@@ -17,6 +17,10 @@ from prme.backends.embedded.sqlite_imports import (
 from prme.backends.embedded.sqlite_index import SqliteVectorIndex
 from prme.backends.embedded.sqlite_ledger import SqliteLedger
 from prme.backends.embedded.sqlite_limits import SqliteLimits
+from prme.backends.embedded.sqlite_ranking_profiles import (
+    RANKING_PROFILES_FILE,
+    SqliteRankingProfileStore,
+)
 from prme.backends.embedded.sqlite_usage import SqliteUsageLog
 from prme.backends.embedded.upload_store import UPLOADS_DIRECTORY, LocalUploadStore
 from prme.engine.config import EngineConfig
@@ -56,6 +60,7 @@ class EmbeddedBackend:
     limits: SqliteLimits | None = None
     imports: SqliteImports | None = None
     usage: SqliteUsageLog | None = None
+    ranking_profiles: SqliteRankingProfileStore | None = None
 
     def close(self) -> None:
         self.index.close()
@@ -66,6 +71,8 @@ class EmbeddedBackend:
             self.imports.close()
         if self.usage is not None:
             self.usage.close()
+        if self.ranking_profiles is not None:
+            self.ranking_profiles.close()
 
 
 def open_embedded(
@@ -97,6 +104,9 @@ def open_embedded(
     limit_store = SqliteLimits(data_dir / LIMITS_FILE, synchronous=synchronous)
     imports = SqliteImports(data_dir / IMPORTS_FILE, synchronous=synchronous)
     import_queue = EmbeddedImportQueue(imports)
+    ranking_profiles = SqliteRankingProfileStore(
+        data_dir / RANKING_PROFILES_FILE, synchronous=synchronous
+    )
     deps = EngineDeps(
         ledger=ledger,
         index=index,
@@ -110,6 +120,7 @@ def open_embedded(
         import_queue=import_queue,
         uploads=LocalUploadStore(data_dir / UPLOADS_DIRECTORY, clock),
         usage=usage,
+        ranking_profiles=ranking_profiles,
     )
     if extractor is not None:
         deps = replace(deps, extractor=extractor)
@@ -131,4 +142,5 @@ def open_embedded(
         limits=limit_store,
         imports=imports,
         usage=usage,
+        ranking_profiles=ranking_profiles,
     )

@@ -7,6 +7,7 @@ from prme.backends.memory.fakes import (
     RecordingWorkQueue,
 )
 from prme.backends.memory.imports import InMemoryImportJobStore, RecordingImportQueue
+from prme.backends.memory.ranking_profiles import InMemoryRankingProfileStore
 from prme.backends.memory.upload_store import InMemoryUploadStore
 from prme.backends.memory.usage_log import InMemoryUsageLog
 
@@ -15,6 +16,7 @@ __all__ = [
     "InMemoryImportJobStore",
     "InMemoryIndex",
     "InMemoryLedger",
+    "InMemoryRankingProfileStore",
     "InMemoryUploadStore",
     "InMemoryUsageLog",
     "RecordingImportQueue",
