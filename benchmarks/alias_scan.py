@@ -11,7 +11,6 @@ maintenance function's limit is reported as pass/fail, never asserted.
 from __future__ import annotations
 
 import argparse
-import platform
 import random
 import resource
 import string
@@ -211,7 +210,6 @@ def main() -> None:
                 backend.close()
         print(f"measured {size} names", file=sys.stderr, flush=True)
     results = {
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
         "backend": "embedded",
         "embedder": "HashingEmbedder (64 dimensions); the scan itself uses no embeddings",
         "budget": {"max_pairs_per_run": DEFAULT_MAX_PAIRS, "max_scan_names": MAX_SCAN_NAMES},

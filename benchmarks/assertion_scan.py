@@ -11,7 +11,6 @@ and writes JSON. Report only: timings depend on the machine and are never assert
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import tempfile
 import time
@@ -124,8 +123,6 @@ def main() -> None:
         "assertion_scan_quick.json" if args.quick else "assertion_scan.json"
     )
     results: dict[str, Any] = {
-        "machine": platform.platform(),
-        "python": platform.python_version(),
         "sizes": [measure(size) for size in sizes],
     }
     print_table(results)

@@ -40,6 +40,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 API_TARGET_MS = 400.0
 IMPORT_TARGET_MS = 400.0
@@ -58,6 +60,15 @@ SHARE_ROWS = 8
 PHASE_MARK = "-- phase: "
 RESULT_MARK = "-- result: "
 API_MODULE = "functions.api"
+# What `measure` returns that describes the run rather than its figures.
+PARAMETERS = (
+    "quick",
+    "runs",
+    "api_target_ms",
+    "import_target_ms",
+    "first_request_target_ms",
+    "asset",
+)
 API_STAND_IN = "prme.http.app"
 
 # (module, what it is)
@@ -601,13 +612,7 @@ def measure(quick: bool, asset: Path, first_requests: bool) -> dict[str, Any]:
     return {
         "quick": quick,
         "runs": runs,
-        "commit": git_commit(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        },
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "api_target_ms": API_TARGET_MS,
         "import_target_ms": IMPORT_TARGET_MS,
         "first_request_target_ms": FIRST_REQUEST_TARGET_MS,
@@ -615,24 +620,6 @@ def measure(quick: bool, asset: Path, first_requests: bool) -> dict[str, Any]:
         "modules": modules,
         "first_requests": first,
     }
-
-
-def git_commit() -> str:
-    result = subprocess.run(
-        ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH, fixed arguments
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    )
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        check=False,
-    ).stdout.strip()
-    return result.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def _cell(result: dict[str, Any] | None) -> str:
@@ -654,11 +641,10 @@ def _shares_line(shares: list[list[Any]]) -> str:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    machine = result["machine"]
     print(
         f"import time in a fresh interpreter, median of {result['runs']} "
-        f"(Python {machine['python']}, {machine['cpus']} CPUs, "
-        f"load {machine['load_average_at_start'][0]})"
+        f"(Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load {result['load_average_at_start'][0]})"
     )
     print(
         f"{'module':<28} {'source':>9} {'asset':>9} {'asset cpu':>10} {'target':>10} "
@@ -746,11 +732,16 @@ def main() -> None:
             "first requests need the local AWS: make local-aws-up and export its endpoints "
             "(or pass --no-first-request)"
         )
+    run_start = start_run()
     result = measure(quick=args.quick, asset=args.asset, first_requests=wanted)
     print_table(result)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.cold_start",
+        {key: value for key, value in result.items() if key not in PARAMETERS},
+        parameters={key: result[key] for key in PARAMETERS},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

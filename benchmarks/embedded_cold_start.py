@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ from typing import Any
 
 from benchmarks import store_retrieve
 from benchmarks.embedder_speed import conversational_sentences
-from benchmarks.locomo_evidence import git_commit
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import open_embedded
 from prme.client import DEFAULT_USER_ID
 from prme.model.records import OwnerKey
@@ -183,22 +182,18 @@ def main() -> None:
         "--json", type=Path, default=REPO_ROOT / "benchmarks/results/embedded_cold_start.json"
     )
     args = parser.parse_args()
+    run_start = start_run()
     sizes = [500] if args.quick else [500, 2_000, 10_000]
     rounds = args.rounds or (1 if args.quick else 5)
-    results: dict[str, Any] = {
-        "benchmark": "embedded_cold_start",
-        "git": git_commit(),
+    parameters: dict[str, Any] = {
+        "quick": args.quick,
+        "rounds": rounds,
+        "sizes": sizes,
         "compared": str(args.compare.resolve()) if args.compare else None,
-        "machine": {
-            "python": platform.python_version(),
-            "processor": platform.machine(),
-            "cpus": os.cpu_count(),
-            "load_average_start": list(os.getloadavg()),
-        },
-        "parameters": {"quick": args.quick, "rounds": rounds, "sizes": sizes},
         "target_ms": {"first_store": FIRST_CALL_TARGET_MS, "first_retrieve": FIRST_CALL_TARGET_MS},
-        "sizes": {},
     }
+    # A shared machine's load around the run: the timings' context.
+    results: dict[str, Any] = {"load_average_start": list(os.getloadavg()), "sizes": {}}
     sources = {"this": REPO_ROOT}
     if args.compare:
         sources["compared"] = args.compare.resolve()
@@ -210,11 +205,15 @@ def main() -> None:
             print(f"filled {size:,} records in {seconds:.0f} s", flush=True)
             results["sizes"][str(size)] = measure(sources, seed_dir, tmp, rounds)
             shutil.rmtree(seed_dir)
-    results["machine"]["load_average_end"] = list(os.getloadavg())
+    results["load_average_end"] = list(os.getloadavg())
     print_table(results)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.embedded_cold_start",
+        results,
+        parameters=parameters,
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

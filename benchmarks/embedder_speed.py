@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import statistics
 import time
@@ -102,11 +101,6 @@ def measure(quick: bool, precision: Precision = "int8") -> dict[str, Any]:
     return {
         "model": embedder.model.key,
         "quick": quick,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
         "cold_load_s": round(cold_load_s, 3),
         "single": {
             "runs": single_runs,
@@ -152,7 +146,7 @@ def print_table(result: dict[str, Any]) -> None:
             "",
         ),
     ]
-    print(f"{result['model']}  ({result['machine']['cpus']} CPUs)")
+    print(f"{result['model']}  ({os.cpu_count()} CPUs)")
     print(f"{'measure':<40} {'value':>12} {'target':>12} {'result':>7}")
     for name, value, target, verdict in rows:
         print(f"{name:<40} {value:>12} {target:>12} {verdict:>7}")

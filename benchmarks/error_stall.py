@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.results import start_run, write_result
 from tests.harness.cli import free_port
 from tests.harness.http import MCP_INITIALIZE
 
@@ -171,7 +170,9 @@ def main() -> None:
     if args.serve:
         serve(int(args.serve[0]), Path(args.serve[1]))
         return
-    result = measure(seconds=6.0 if args.quick else 15.0)
+    run_start = start_run()
+    seconds = 6.0 if args.quick else 15.0
+    result = measure(seconds=seconds)
     print(f"errors sent: {result['errors_sent']} (statuses {result['error_statuses']})")
     print(f"{'/health':<22}{'probes':>8}{'timeouts':>10}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
     for phase in ("health_quiet", "health_during_errors"):
@@ -181,9 +182,13 @@ def main() -> None:
             f"{row['p50_ms']:>10}{row['p95_ms']:>10}{row['max_ms']:>10}"
         )
     print(f"stderr bytes per error: {result['stderr_bytes_per_error']}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    report = {"benchmark": "error_stall", "machine": platform.machine(), **result}
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    write_result(
+        args.json,
+        "benchmarks.error_stall",
+        result,
+        parameters={"quick": args.quick, "seconds_per_phase": seconds},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -16,15 +16,13 @@ an import indexes in time order, which is what a reindex gives.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import RESULTS_DIR, start_run, write_result
 from prme.client import MemoryClient
 
 SIZES = (2_000,)
@@ -109,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one small size, for CI")
     args = parser.parse_args(argv)
+    run_start = start_run()
     sizes = QUICK_SIZES if args.quick else SIZES
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(count, Path(tmp)) for count in sizes]
@@ -122,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['export_records_per_s']} | {r['import_s']} | {r['import_records_per_s']} "
             f"| {r['same_retrieval']} |"
         )
-    results = Path(__file__).parent / "results" / "export_import.json"
-    results.write_text(
-        json.dumps(
-            {"machine": platform.platform(), "python": sys.version.split()[0], "rows": rows},
-            indent=2,
-        )
+    write_result(
+        RESULTS_DIR / "export_import.json",
+        "benchmarks.export_import",
+        {"rows": rows},
+        parameters={"quick": args.quick, "sizes": list(sizes)},
+        started=run_start,
+        argv=argv,
     )
     return 0 if all(r["same_retrieval"] for r in rows) else 1
 

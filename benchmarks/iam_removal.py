@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import tempfile
 import time
@@ -26,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.results import start_run, write_result
 from tests.harness.iam import IamServer, iam_deployment, search_proxy, shared_server
 from tests.harness.iam_scenarios import SCENARIOS, role_switcher
 from tests.harness.opensearch_iam_proxy import AuthorizingProxy
@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--only", help="one function (with --baseline, just its baseline)")
     parser.add_argument("--baseline", action="store_true", help="run the whole roles only")
     args = parser.parse_args()
+    run_start = start_run()
     opensearch_url = os.environ["PRME_OPENSEARCH_URL"]
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,9 +133,14 @@ def main() -> None:
     proven = sum(r["result"] == "needed" for r in tried)
     print(f"\n{proven}/{len(tried)} checked actions proven needed; {elapsed:.0f} s")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         summary = {"proven": proven, "checked": len(tried), "seconds": round(elapsed)}
-        args.json.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1) + "\n")
+        write_result(
+            args.json,
+            "benchmarks.iam_removal",
+            {"summary": summary, "rows": rows},
+            parameters={"only": args.only, "baseline": args.baseline},
+            started=run_start,
+        )
 
 
 if __name__ == "__main__":

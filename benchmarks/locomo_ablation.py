@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
 from prme.retrieval.profiles import TECHNIQUES, Technique
 from prme.settings import Settings
 
@@ -66,7 +67,7 @@ def run_row(env_overrides: dict[str, str], quick: bool, extra: list[str]) -> dic
         env = {k: v for k, v in os.environ.items() if not k.startswith("PRME_")}
         env.update(env_overrides)
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-        results: dict[str, Any] = json.loads(out.read_text())
+        results: dict[str, Any] = json.loads(out.read_text())["results"]
     overall = results["categories"]["overall"]
     return {
         "all_in_context_pct": overall["all_evidence_in_context_pct"],
@@ -107,6 +108,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--data", default=None, help="passed on to locomo_evidence")
     args = parser.parse_args()
+    run_start = start_run()
     wanted = set(args.only.split(",")) if args.only else None
     extra = ["--data", args.data] if args.data else []
     rows: list[dict[str, Any]] = []
@@ -138,9 +140,13 @@ def main() -> None:
             f"{row['stores_per_s']:8.1f} {_half(row, 'A'):>18} {_half(row, 'B'):>18}",
             flush=True,
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"quick": args.quick, "rows": rows}, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.locomo_ablation",
+        {"rows": rows},
+        parameters={"quick": args.quick, "only": args.only, "data": args.data},
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import statistics
 import sys
@@ -66,7 +65,7 @@ from typing import Any
 
 from benchmarks.embedder_speed import percentile
 from benchmarks.memory_clients import aws_client, embedded_client
-from benchmarks.results import git_state
+from benchmarks.results import start_run, write_result
 from prme.client import MemoryClient
 from prme.http.schemas import RetrieveResponse
 from prme.settings import Settings
@@ -630,11 +629,11 @@ def split_rows(runs: Sequence[ConversationRun]) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def print_table(results: dict[str, Any]) -> None:
+def print_table(parameters: dict[str, Any], results: dict[str, Any]) -> None:
     print(
-        f"LoCoMo evidence in context: {results['backend']} backend, embedder "
-        f"{results['embedder']}, token budget {TOKEN_BUDGET}"
-        + (", quick" if results["options"]["quick"] else "")
+        f"LoCoMo evidence in context: {parameters['backend']} backend, embedder "
+        f"{parameters['embedder']}, token budget {TOKEN_BUDGET}"
+        + (", quick" if parameters["quick"] else "")
     )
     header = (
         f"{'category':16} {'questions':>9} {'all in ctx':>10} {'coverage':>9} "
@@ -697,11 +696,6 @@ def print_table(results: dict[str, Any]) -> None:
 # -- backends and the run --------------------------------------------------------------
 
 
-def git_commit() -> dict[str, Any] | None:
-    commit, dirty = git_state()
-    return None if commit is None else {"commit": commit, "dirty": dirty}
-
-
 def conversation_files(data: Path, names: Sequence[str] | None) -> list[Path]:
     if names:
         paths = [data / f"{name}.json" for name in names]
@@ -744,6 +738,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     # Quick runs write apart, so `make bench` never overwrites the full run's numbers.
     default_json = DEFAULT_JSON
     if args.backend == "aws":
@@ -783,30 +778,25 @@ def main() -> None:
                     client, conversation, max_sessions=QUICK_SESSIONS if args.quick else None
                 )
             )
-    results: dict[str, Any] = {
-        "benchmark": "locomo_evidence",
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
-        "git": git_commit(),
+    parameters: dict[str, Any] = {
         "backend": args.backend,
         "embedder": embedder_label(settings),
-        "options": {
-            "data": str(args.data),
-            "conversations": [p.stem for p in paths],
-            "split": args.split,
-            "quick": args.quick,
-            "max_sessions": QUICK_SESSIONS if args.quick else None,
-            "token_budget": TOKEN_BUDGET,
-            "top_k": TOP_K,
-            "reference_time": None,
-            "engine_config": settings.engine.model_dump(mode="json"),
-        },
-        **report(runs),
-        "wall_s": time.perf_counter() - started,
+        "data": str(args.data),
+        "conversations": [p.stem for p in paths],
+        "split": args.split,
+        "quick": args.quick,
+        "max_sessions": QUICK_SESSIONS if args.quick else None,
+        "token_budget": TOKEN_BUDGET,
+        "top_k": TOP_K,
+        "reference_time": None,
+        "engine_config": settings.engine.model_dump(mode="json"),
     }
-    print_table(results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {out} ({results['wall_s']:.0f} s)")
+    results: dict[str, Any] = {**report(runs), "wall_s": time.perf_counter() - started}
+    print_table(parameters, results)
+    print(f"wall time {results['wall_s']:.0f} s")
+    write_result(
+        out, "benchmarks.locomo_evidence", results, parameters=parameters, started=run_start
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -27,11 +26,11 @@ from benchmarks.locomo_evidence import (
     SPLITS,
     Outcome,
     ask_conversation,
-    git_commit,
     load_conversation,
     store_conversation,
     summarize,
 )
+from benchmarks.results import start_run, write_result
 from prme.client import MemoryClient
 from prme.settings import Settings
 
@@ -61,6 +60,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    run_start = start_run()
     configs: dict[str, dict[str, Any]] = json.loads(args.configs)
     out: Path = args.json or Path(f"benchmarks/results/locomo_split_sweep_{args.split}.json")
     started = time.perf_counter()
@@ -87,19 +87,18 @@ def main() -> None:
             f"multi-hop {numbers['multi_hop_pct'] or 0:5.1f}%  top10 {numbers['top10_pct']:5.1f}%  "
             f"p50 {numbers['retrieve_p50_ms']:.1f} ms"
         )
-    results = {
-        "benchmark": "locomo_split_sweep",
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
-        "git": git_commit(),
-        "split": args.split,
-        "conversations": list(SPLITS[args.split]),
-        "data": str(args.data),
-        "rows": rows,
-        "wall_s": time.perf_counter() - started,
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {out}")
+    write_result(
+        out,
+        "benchmarks.locomo_split_sweep",
+        {"rows": rows, "wall_s": time.perf_counter() - started},
+        parameters={
+            "split": args.split,
+            "conversations": list(SPLITS[args.split]),
+            "data": str(args.data),
+            "configs": configs,
+        },
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

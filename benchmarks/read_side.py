@@ -14,7 +14,6 @@ asserted.
 from __future__ import annotations
 
 import argparse
-import platform
 import random
 import statistics
 import tempfile
@@ -427,7 +426,6 @@ def main() -> None:
 
     started = time.perf_counter()
     results: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
         "backend": args.backend,
         "embedder": EMBEDDER_NOTE,
         "extractor": "rules",

@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import start_run, write_result
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
     "When is the dentist appointment?",
@@ -86,6 +88,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/retrieve_ab.json"))
     args = parser.parse_args()
+    run_start = start_run()
     git = shutil.which("git")
     if git is None:
         parser.error("git is needed to check out --base")
@@ -98,6 +101,9 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
+        base_commit = subprocess.run(
+            [git, "rev-parse", "HEAD"], cwd=worktree, check=True, capture_output=True, text=True
+        ).stdout.strip()
         try:
             for pair in range(1, args.pairs + 1):
                 runs["base"].append(measure(worktree, args.store))
@@ -128,10 +134,18 @@ def main() -> None:
             f"{request}: wall p50 {b['p50_ms']:.2f} -> {c['p50_ms']:.2f} ms, "
             f"CPU p50 {b['cpu_p50_ms']:.2f} -> {c['cpu_p50_ms']:.2f} ms (medians of {args.pairs})"
         )
-    result = {"base": args.base, "store": str(args.store), "runs": runs, "medians": medians}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.retrieve_ab",
+        {"runs": runs, "medians": medians},
+        parameters={
+            "base": args.base,
+            "base_commit": base_commit,
+            "store": str(args.store),
+            "pairs": args.pairs,
+        },
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import resource
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.embedder_speed import percentile
-from benchmarks.locomo_evidence import git_commit
+from benchmarks.results import command_line, start_run, write_result
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.model.inputs import FastIngestInput, RetrieveInput
 from prme.model.records import OwnerKey
@@ -280,42 +280,37 @@ def main() -> None:
         "--update", action="store_true", help="keep the other sizes the JSON file already has"
     )
     args = parser.parse_args()
+    run_start = start_run()
     sizes = [2_000, 6_000] if args.quick else [10_000, 100_000]
     if args.records:
         sizes = [int(size) for size in args.records.split(",")]
     rounds = 2 if args.quick else 5
     recall_queries = 50 if args.quick else 200
-    results: dict[str, Any] = {
-        "command": "python -m benchmarks.scale"
-        + (" --quick" if args.quick else "")
-        + (f" --records {args.records}" if args.records else ""),
-        "vector_search": VectorSearchSettings().model_dump(),
-        "git": git_commit(),
-        "machine": {
-            "python": platform.python_version(),
-            "processor": platform.machine(),
-            "cpus": __import__("os").cpu_count(),
-        },
+    parameters = {
         "quick": args.quick,
-        "sizes": {},
+        "sizes": sizes,
+        "rounds": rounds,
+        "recall_queries": recall_queries,
+        "vector_search": VectorSearchSettings().model_dump(),
+        "update": args.update,
     }
+    results: dict[str, Any] = {"sizes": {}}
     if args.update and args.json.exists():
         # Each size keeps the command and commit that measured it.
-        for size, row in json.loads(args.json.read_text())["sizes"].items():
+        for size, row in json.loads(args.json.read_text())["results"]["sizes"].items():
             results["sizes"][size] = row
+    commit, dirty = run_start.git
     with tempfile.TemporaryDirectory() as tmp:
         root = args.data_dir or Path(tmp)
         for size in sizes:
             row = run_size(root / f"scale{size}", size, rounds, recall_queries)
             results["sizes"][str(size)] = {
-                "command": results["command"],
-                "git": results["git"],
+                "command": command_line("benchmarks.scale", sys.argv[1:]),
+                "git": {"commit": commit, "dirty": dirty},
                 **row,
             }
     print_tables(results)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_result(args.json, "benchmarks.scale", results, parameters=parameters, started=run_start)
 
 
 def print_tables(results: dict[str, Any]) -> None:

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.results import start_run, write_result
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev"
 
@@ -66,6 +68,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/store_path_ab.json"))
     args = parser.parse_args()
+    run_start = start_run()
     conversation = args.data / f"{args.conversation}.json"
     git = shutil.which("git")
     if git is None:
@@ -80,6 +83,9 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
+        base_commit = subprocess.run(
+            [git, "rev-parse", "HEAD"], cwd=worktree, check=True, capture_output=True, text=True
+        ).stdout.strip()
         try:
             for pair in range(1, args.pairs + 1):
                 base_p50.append(measure(worktree, conversation))
@@ -97,8 +103,6 @@ def main() -> None:
             )
     differences = [c - b for b, c in zip(base_p50, current_p50, strict=True)]
     result = {
-        "base": args.base,
-        "conversation": args.conversation,
         "base_p50_ms": base_p50,
         "current_p50_ms": current_p50,
         "base_median_ms": statistics.median(base_p50),
@@ -111,9 +115,18 @@ def main() -> None:
         f"{result['current_median_ms']:.2f} ms, difference {result['median_difference_ms']:+.2f} "
         f"ms; current faster in {result['pairs_current_faster']} of {args.pairs} pairs"
     )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.json}")
+    write_result(
+        args.json,
+        "benchmarks.store_path_ab",
+        result,
+        parameters={
+            "base": args.base,
+            "base_commit": base_commit,
+            "pairs": args.pairs,
+            "conversation": args.conversation,
+        },
+        started=run_start,
+    )
 
 
 if __name__ == "__main__":

@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
-import json
 import os
-import platform
 import pstats
 import statistics
 import sys
@@ -43,10 +41,10 @@ from benchmarks.locomo_evidence import (
     DEFAULT_DATA,
     Conversation,
     event_time,
-    git_commit,
     load_conversation,
     memory_content,
 )
+from benchmarks.results import start_run, write_result
 
 DEFAULT_JSON = Path("benchmarks/results/store_profile.json")
 DEFAULT_CONVERSATIONS = ("26", "30", "41", "42", "43")
@@ -235,19 +233,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         client.close()
     if profiler is not None:
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(args.cprofile)
-    return summarize(args, per_store, latencies_ms, cpu_ms)
+    return summarize(per_store, latencies_ms, cpu_ms)
 
 
 def summarize(
-    args: argparse.Namespace,
     per_store: list[tuple[dict[str, int], dict[str, int]]],
     latencies_ms: list[float],
     cpu_ms: list[float],
 ) -> dict[str, Any]:
     """Each stage's mean and median wall time and mean CPU time over the counted stores.
     Medians are less moved by a busy machine's stalls; shares are of the summed means."""
-    import prme
-
     count = len(per_store)
     names = [stage.name for stage in stages()]
     means = {name: sum(wall.get(name, 0) for wall, _ in per_store) / count / 1e6 for name in names}
@@ -265,23 +260,8 @@ def summarize(
         for stage in stages()
     ]
     return {
-        "benchmark": "store_profile",
-        "git": git_commit(),
-        # The package measured: another checkout's when PYTHONPATH puts its `core` first.
-        "prme_source": str(Path(prme.__file__).parent),
-        "machine": {
-            "python": platform.python_version(),
-            "processor": platform.machine(),
-            "system": platform.system(),
-            # A shared machine's load when the run ended: the table's context.
-            "load_average": list(os.getloadavg()),
-        },
-        "parameters": {
-            "records": args.records,
-            "skip": args.skip,
-            "conversations": list(args.conversations),
-            "cprofile": bool(args.cprofile),
-        },
+        # A shared machine's load when the run ended: the table's context.
+        "load_average": list(os.getloadavg()),
         "stores_counted": count,
         "store_ms": {
             "mean": statistics.fmean(latencies_ms),
@@ -331,11 +311,22 @@ def main() -> None:
     args = parser.parse_args()
     if args.skip >= args.records:
         parser.error("--skip must be less than --records")
+    run_start = start_run()
+    import prme
+
+    parameters = {
+        "records": args.records,
+        "skip": args.skip,
+        "conversations": list(args.conversations),
+        "cprofile": bool(args.cprofile),
+        # The package measured: another checkout's when PYTHONPATH puts its `core` first.
+        "prme_source": str(Path(prme.__file__).parent),
+    }
     result = run(args)
     print_table(result)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.json}")
+    write_result(
+        args.json, "benchmarks.store_profile", result, parameters=parameters, started=run_start
+    )
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ with `--quick`), the size the store target is set at.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import tempfile
 import time
@@ -19,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.embedder_speed import conversational_sentences, percentile
-from benchmarks.locomo_evidence import git_commit
+from benchmarks.results import start_run, write_result
 from prme.backends.embedded.service import EmbeddedBackend, open_embedded
 from prme.engine.materialize import materialize_nodes
 from prme.engine.store import build_store_commit
@@ -105,17 +103,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes for CI")
     parser.add_argument("--json", type=Path, default=Path("benchmarks/results/store_retrieve.json"))
     args = parser.parse_args()
+    run_start = start_run()
     store_count = 100 if args.quick else 500
     prefill = 200 if args.quick else STORE_PREFILL
     sizes = [1_000] if args.quick else [1_000, 10_000]
     rounds = 2 if args.quick else 10
 
-    results: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+    parameters = {
         "quick": args.quick,
-        "git": git_commit(),
         "store_prefill": prefill,
+        "stores_measured": store_count,
+        "retrieve_sizes": sizes,
+        "retrieve_rounds": rounds,
     }
+    results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         backend = open_embedded(Path(tmp) / "store")
         backend.engine.store(OWNER, StoreInput(content="warm-up"))
@@ -142,9 +143,9 @@ def main() -> None:
             target = f"<= {RETRIEVE_P50_TARGET_MS:.0f}" if size == "10000" else "-"
             passed = row["p50_ms"] <= RETRIEVE_P50_TARGET_MS if size == "10000" else ""
             print(f"{name:44} {row['p50_ms']:5.2f} / {row['p95_ms']:5.2f} {target:>10}  {passed}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.json}")
+    write_result(
+        args.json, "benchmarks.store_retrieve", results, parameters=parameters, started=run_start
+    )
 
 
 if __name__ == "__main__":

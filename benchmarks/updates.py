@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import sys
 import time
@@ -402,7 +401,6 @@ def main() -> None:
     scores = [score for run_scores in runs for score in run_scores]
     results: dict[str, Any] = {
         "benchmark": "updates",
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
         # Which engine was measured: the benchmark file can run against another tree's core.
         "prme_package": str(Path(prme.__file__).resolve().parent),
         "backend": args.backend,

@@ -270,7 +270,7 @@ def test_the_ablation_changes_one_setting_per_row(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
+    rows = {row["name"]: row for row in json.loads(out.read_text())["results"]["rows"]}
     assert set(rows) == {"default", "no_fill"}
     assert rows["no_fill"]["env"] == {"PRME_RETRIEVAL__DEFAULT_LIMIT": "10"}
     assert rows["default"]["diff_vs_default"] == 0
