@@ -44,7 +44,7 @@ def _named_paths(text: str) -> Iterator[tuple[str, Path | None]]:
 
 def _exists(path: str, package: Path | None) -> bool:
     # A benchmark result a document quotes is committed like any other file (and tracked:
-    # tests/unit/test_benchmark_results.py).
+    # tests/integration/test_benchmark_results.py).
     if package is not None:
         return (package / path).is_file()
     if "/" not in path:
