@@ -4,6 +4,7 @@ scenarios exercise each function's grants (shared by the tests and the IAM remov
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -367,6 +368,7 @@ def api_holds_a_tenant_to_its_limits(deployment: IamDeployment, run_as: RunAs) -
     limits = DynamoDbLimits(deployment.admin("dynamodb"), deployment.binding.table_name)
     limits.put_tenant_limits(TENANT, TenantLimits(requests_per_second=20, stored_records=1))
     run_as("api")
+    started = time.time()
     assert api_call(key, "/v1/store", {"content": "I moved to Lisbon in May."})[0] == 200
     status, refused = api_call(key, "/v1/store", {"content": "I moved to Porto in June."})
     assert (status, refused.get("error"), refused.get("limit")) == (
@@ -378,4 +380,7 @@ def api_holds_a_tenant_to_its_limits(deployment: IamDeployment, run_as: RunAs) -
     assert status == 200, report
     used = {usage["limit"]: usage["used"] for usage in report["limits"]}
     assert used["stored_records"] == 1
-    assert used["requests_per_second"] == 2
+    # The request rate counts the current one-second window: the two stores, when the three
+    # calls fell in one second (a slow first store can carry them across a boundary).
+    if int(time.time()) == int(started):
+        assert used["requests_per_second"] == 2

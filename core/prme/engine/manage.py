@@ -187,7 +187,9 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
     # may fail after removing some nodes, and a retry no longer finds those to name them.
     deps.index.delete(owner, [node.id for node in nodes])
     # A concurrent delete of the same event may win: its record then says what was removed.
-    with contextlib.suppress(NotFoundError):
+    # It may have committed between our two reads above (the event still found, its record
+    # already listed), so our record id is one past it: finish with the newest record there is.
+    try:
         deps.ledger.delete_event(
             EventDeletion(
                 owner=owner,
@@ -199,6 +201,9 @@ def delete_memory(deps: EngineDeps, owner: OwnerKey, event_id: str) -> MemoryDel
                 removed_journal_ids=[*proposals, *extraction_record_ids(deps, owner, work)],
             )
         )
+    except NotFoundError:
+        winners = _deletion_record_ids(deps, owner, event_id)
+        return _finish_deletion(deps, owner, winners[-1] if winners else None)
     return _finish_deletion(deps, owner, record_id)
 
 
