@@ -11,7 +11,9 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,3 +106,29 @@ def write_result(
     path.write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"wrote {path}")
     return document
+
+
+@contextmanager
+def base_worktree(git: str, base: str) -> Iterator[tuple[Path, str]]:
+    """A temporary detached worktree of `base` and the commit it resolved to, for an A/B run
+    of that commit against this checkout; removed afterwards."""
+    with tempfile.TemporaryDirectory() as tmp:
+        worktree = Path(tmp) / "base"
+        subprocess.run(
+            [git, "worktree", "add", "--detach", str(worktree), base],
+            cwd=REPO_ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            commit = subprocess.run(
+                [git, "rev-parse", "HEAD"], cwd=worktree, check=True, capture_output=True, text=True
+            ).stdout.strip()
+            yield worktree, commit
+        finally:
+            subprocess.run(
+                [git, "worktree", "remove", "--force", str(worktree)],
+                cwd=REPO_ROOT,
+                check=False,
+                capture_output=True,
+            )

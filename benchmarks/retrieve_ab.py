@@ -20,11 +20,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results import start_run, write_result
+from benchmarks.results import base_worktree, start_run, write_result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -93,29 +92,11 @@ def main() -> None:
     if git is None:
         parser.error("git is needed to check out --base")
     runs: dict[str, list[dict[str, dict[str, float]]]] = {"base": [], "current": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        worktree = Path(tmp) / "base"
-        subprocess.run(
-            [git, "worktree", "add", "--detach", str(worktree), args.base],
-            cwd=REPO_ROOT,
-            check=True,
-            capture_output=True,
-        )
-        base_commit = subprocess.run(
-            [git, "rev-parse", "HEAD"], cwd=worktree, check=True, capture_output=True, text=True
-        ).stdout.strip()
-        try:
-            for pair in range(1, args.pairs + 1):
-                runs["base"].append(measure(worktree, args.store))
-                runs["current"].append(measure(REPO_ROOT, args.store))
-                print(f"pair {pair}: base {runs['base'][-1]}, current {runs['current'][-1]}")
-        finally:
-            subprocess.run(
-                [git, "worktree", "remove", "--force", str(worktree)],
-                cwd=REPO_ROOT,
-                check=False,
-                capture_output=True,
-            )
+    with base_worktree(git, args.base) as (worktree, base_commit):
+        for pair in range(1, args.pairs + 1):
+            runs["base"].append(measure(worktree, args.store))
+            runs["current"].append(measure(REPO_ROOT, args.store))
+            print(f"pair {pair}: base {runs['base'][-1]}, current {runs['current'][-1]}")
     medians: dict[str, Any] = {
         side: {
             request: {

@@ -21,10 +21,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from benchmarks.results import start_run, write_result
+from benchmarks.results import base_worktree, start_run, write_result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev"
@@ -75,31 +74,13 @@ def main() -> None:
         parser.error("git is needed to check out --base")
     base_p50: list[float] = []
     current_p50: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        worktree = Path(tmp) / "base"
-        subprocess.run(
-            [git, "worktree", "add", "--detach", str(worktree), args.base],
-            cwd=REPO_ROOT,
-            check=True,
-            capture_output=True,
-        )
-        base_commit = subprocess.run(
-            [git, "rev-parse", "HEAD"], cwd=worktree, check=True, capture_output=True, text=True
-        ).stdout.strip()
-        try:
-            for pair in range(1, args.pairs + 1):
-                base_p50.append(measure(worktree, conversation))
-                current_p50.append(measure(REPO_ROOT, conversation))
-                print(
-                    f"pair {pair}: base {base_p50[-1]:.2f} ms, current {current_p50[-1]:.2f} ms",
-                    flush=True,
-                )
-        finally:
-            subprocess.run(
-                [git, "worktree", "remove", "--force", str(worktree)],
-                cwd=REPO_ROOT,
-                check=False,
-                capture_output=True,
+    with base_worktree(git, args.base) as (worktree, base_commit):
+        for pair in range(1, args.pairs + 1):
+            base_p50.append(measure(worktree, conversation))
+            current_p50.append(measure(REPO_ROOT, conversation))
+            print(
+                f"pair {pair}: base {base_p50[-1]:.2f} ms, current {current_p50[-1]:.2f} ms",
+                flush=True,
             )
     differences = [c - b for b, c in zip(base_p50, current_p50, strict=True)]
     result = {
